@@ -1,0 +1,79 @@
+"""Packing examples into model inputs and teacher-forced labels.
+
+Token ids: 0 padding, 1 BOS, 2 SEP, 3 EOS, then the task's symbols from 4 on.
+- decoder-only: ``BOS source SEP target EOS``; the model reads all but the last token and is
+  trained to predict ``target EOS`` (labels elsewhere are IGNORE).
+- encoder-decoder: the encoder reads ``source EOS``, the decoder reads ``BOS target`` and
+  predicts ``target EOS``.
+Padding is on the right.
+Shapes: b batch, s sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .model import PAD
+from .tasks.base import Example
+
+BOS, SEP, EOS = 1, 2, 3
+FIRST_SYMBOL = 4
+IGNORE = -100
+
+
+@dataclass
+class Batch:
+    """tokens ``[b, s_t]``, labels ``[b, s_t]`` (IGNORE where not scored), source ``[b, s_s]``
+    or None (decoder-only)."""
+
+    tokens: Tensor
+    labels: Tensor
+    source: Tensor | None
+
+    def to(self, device) -> Batch:
+        source = self.source.to(device) if self.source is not None else None
+        return Batch(self.tokens.to(device), self.labels.to(device), source)
+
+    @property
+    def num_tokens(self) -> int:
+        """Non-padding input tokens (decoder plus encoder)."""
+        count = int((self.tokens != PAD).sum())
+        return count + (int((self.source != PAD).sum()) if self.source is not None else 0)
+
+    @property
+    def num_targets(self) -> int:
+        return int((self.labels != IGNORE).sum())
+
+
+def _symbols(ids) -> list[int]:
+    return [i + FIRST_SYMBOL for i in ids]
+
+
+def _pad(rows: list[list[int]], value: int) -> Tensor:
+    width = max(len(row) for row in rows)
+    return torch.tensor([row + [value] * (width - len(row)) for row in rows], dtype=torch.long)
+
+
+def pack(examples: list[Example], architecture: str) -> Batch:
+    """Input tensors and labels for ``examples`` under ``architecture``."""
+    if architecture == "decoder":
+        full = [[BOS, *_symbols(e.source), SEP, *_symbols(e.target), EOS] for e in examples]
+        prompt = [len(e.source) + 1 for e in examples]  # labels before SEP's successor are not scored
+        labels = [[IGNORE] * p + row[p + 1 :] for row, p in zip(full, prompt)]
+        return Batch(_pad([row[:-1] for row in full], PAD), _pad(labels, IGNORE), None)
+    targets = [_symbols(e.target) for e in examples]
+    return Batch(
+        _pad([[BOS, *t] for t in targets], PAD),
+        _pad([[*t, EOS] for t in targets], IGNORE),
+        _pad([[*_symbols(e.source), EOS] for e in examples], PAD),
+    )
+
+
+def packed_length(example: Example, architecture: str) -> int:
+    """The longest sequence (either stack) the model reads for ``example``."""
+    if architecture == "decoder":
+        return len(example.source) + len(example.target) + 2
+    return max(len(example.source), len(example.target)) + 1

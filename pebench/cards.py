@@ -1,0 +1,121 @@
+"""Cards: named TOML configurations of encodings (``encodings/*.toml``) and tasks
+(``tasks/*.toml``), their discovery, and ``--set`` overrides.
+
+An encoding card names a plugin and its params::
+
+    description = "..."; reference = "..."; plugin = "flow"
+    [params]
+    delta = 0.1
+
+A plugin installed without a card of its own gets a default card (its class's description and
+reference, no params), so ``pebench run --encoding <entry-point name>`` works for any plugin.
+A task card names a task family and fixes the protocol; see ``tasks/copy.toml``.
+
+Cards ship inside the wheel under ``pebench/_cards``; in a source checkout they are read from
+the repository's top-level ``encodings/`` and ``tasks/`` folders.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+from pathlib import Path
+
+from .registry import ENCODINGS, UnknownNameError, plugins
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def card_dir(kind: str) -> Path:
+    """Where the built-in cards of ``kind`` ("encodings" or "tasks") live."""
+    packaged = PACKAGE / "_cards" / kind
+    return packaged if packaged.is_dir() else PACKAGE.parent / kind
+
+
+def _card_files(kind: str) -> dict[str, Path]:
+    return {path.stem: path for path in sorted(card_dir(kind).glob("*.toml"))}
+
+
+def encoding_cards() -> dict[str, dict]:
+    """Every encoding card by name: the built-in card files, then a default card for each
+    installed plugin that has no card file of its name. Cards of plugins that failed to load
+    are left out."""
+    loaded = plugins(ENCODINGS)
+    cards = {name: _read(path, name) for name, path in _card_files("encodings").items()}
+    cards = {name: card for name, card in cards.items() if card["plugin"] in loaded}
+    for name, cls in loaded.items():
+        cards.setdefault(name, {"name": name, "plugin": name, "description": cls.description, "reference": cls.reference, "params": {}})
+    return dict(sorted(cards.items()))
+
+
+def task_cards() -> dict[str, dict]:
+    """Every task card by name."""
+    return {name: _read(path, name) for name, path in _card_files("tasks").items()}
+
+
+def encoding_card(name: str) -> dict:
+    """The encoding card ``name``. Raises UnknownNameError listing the known encodings."""
+    return _lookup(encoding_cards(), name, "encoding")
+
+
+def task_card(name: str) -> dict:
+    """The task card ``name``. Raises UnknownNameError listing the known tasks."""
+    return _lookup(task_cards(), name, "task")
+
+
+def _lookup(cards: dict[str, dict], name: str, kind: str) -> dict:
+    if name not in cards:
+        raise UnknownNameError(f"unknown {kind} '{name}'; known {kind}s: {', '.join(cards)} (see `pebench list`)")
+    return copy.deepcopy(cards[name])
+
+
+def _read(path: Path, name: str) -> dict:
+    with path.open("rb") as file:
+        card = tomllib.load(file)
+    card["name"] = name
+    card.setdefault("plugin", name)
+    card.setdefault("params", {})
+    return card
+
+
+def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
+    """Apply ``key=value`` overrides in place. ``encoding.NAME=V`` sets an encoding param;
+    ``SECTION.NAME=V`` sets a field of the task card (e.g. ``training.steps=200``).
+    Values are TOML literals (``3``, ``0.1``, ``true``, ``[1, 8]``); anything else is a string.
+
+    Raises:
+        ValueError: for a malformed override or an unknown task-card key (listing the known keys).
+    """
+    for override in overrides:
+        key, sep, raw = override.partition("=")
+        path = key.strip().split(".")
+        if not sep or len(path) != 2 or not all(path):
+            raise ValueError(f"--set expects SECTION.KEY=VALUE (e.g. training.steps=200 or encoding.delta=0.05); got {override!r}")
+        section, field = path
+        value = _parse_value(raw.strip())
+        if section == "encoding":
+            encoding["params"][field] = value
+            continue
+        if section not in task or not isinstance(task[section], dict) or field not in task[section]:
+            known = [f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body]
+            raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
+        task[section][field] = value
+
+
+def _parse_value(raw: str):
+    try:
+        return tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def overrides_hash(overrides: list[str]) -> str:
+    """A short stable hash of a set of overrides (order-insensitive), for record file names."""
+    canonical = "\n".join(sorted(o.replace(" ", "") for o in overrides))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:8]

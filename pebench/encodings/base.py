@@ -1,0 +1,162 @@
+"""The positional-encoding plugin contract.
+
+A plugin is a subclass of :class:`PositionalEncoding` registered under the entry-point group
+``pebench.encodings``. The model calls its hooks at the places where position can enter a
+transformer; a plugin overrides only the hooks it uses, the others are no-ops:
+
+1. :meth:`~PositionalEncoding.positions`: the position index of each token (default 0..L-1).
+2. :meth:`~PositionalEncoding.embed`: added to the token embeddings of a stack.
+3. :meth:`~PositionalEncoding.project`: transforms q, k, v in one attention site (rotations,
+   per-position biases).
+4. :meth:`~PositionalEncoding.bias`: an additive attention-logit bias.
+5. :meth:`~PositionalEncoding.attend`: the attention itself, for encodings that need the
+   weights (Shaw et al.'s value term).
+
+An attention *site* is one attention module of the model: (stack, layer, kind), where stack is
+``"encoder"`` or ``"decoder"`` and kind is ``"self"`` or ``"cross"``. In cross-attention the
+query positions index the target sequence and the key positions the source sequence.
+
+Shapes: b batch, h heads, s (q, k) sequence, d model width, d_h head width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+class PositionLimitError(ValueError):
+    """A position beyond what an encoding can represent was asked for."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """One attention module: ``stack`` ("encoder"/"decoder"), ``layer`` index, ``kind``
+    ("self"/"cross")."""
+
+    stack: str
+    layer: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What an encoding is told about the model it serves.
+
+    Args:
+        d_model: model width d.
+        n_heads: attention heads h (d_h = d / h).
+        sites: every attention site of the model, in a fixed order.
+        max_length: the longest sequence (tokens, one stack) the task will present.
+    """
+
+    d_model: int
+    n_heads: int
+    sites: tuple[Site, ...]
+    max_length: int
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def stacks(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(site.stack for site in self.sites))
+
+
+def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: Tensor | None = None) -> Tensor:
+    """softmax(q k^T / sqrt(d_h) + bias) v over the allowed keys (Vaswani et al. 2017, eq. 1).
+
+    Args:
+        q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
+        allowed: bool, broadcastable to ``[b, h, s_q, s_k]``; True where the query may attend.
+            Every query row must allow at least one key (the model guarantees it), so no row
+            is ever NaN.
+        bias: float, broadcastable to ``[b, h, s_q, s_k]``, added to the scaled logits.
+    Returns:
+        ``[b, h, s_q, d_h]``.
+    """
+    if bias is None:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    mask = bias.to(q.dtype).masked_fill(~allowed, float("-inf"))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+class PositionalEncoding(nn.Module):
+    """Base class of every positional-encoding plugin.
+
+    Subclasses set the class attributes ``description`` (one line) and ``reference`` (paper),
+    take ``geometry`` plus their card's params as keyword arguments, and set
+    ``self.max_positions`` (None = unbounded).
+
+    Args:
+        geometry: the model the encoding serves.
+    """
+
+    description: ClassVar[str] = ""
+    reference: ClassVar[str] = ""
+
+    def __init__(self, geometry: Geometry):
+        super().__init__()
+        self.geometry = geometry
+        self.max_positions: int | None = None
+
+    def positions(self, length: int, device: torch.device | str | None = None) -> Tensor:
+        """Position index of each of ``length`` tokens: ``[s]`` long, 0..length-1.
+
+        Raises:
+            PositionLimitError: if ``length`` exceeds ``max_positions``.
+        """
+        self.check_length(length)
+        return torch.arange(length, device=device)
+
+    def check_length(self, length: int) -> None:
+        """Raise :class:`PositionLimitError` if ``length`` positions are more than this
+        encoding can represent."""
+        if self.max_positions is not None and length > self.max_positions:
+            raise PositionLimitError(
+                f"encoding '{type(self).__name__}' represents at most {self.max_positions} "
+                f"positions, but a sequence of {length} tokens was given; raise its "
+                f"max_positions (e.g. --set encoding.max_positions={length}) or use shorter inputs"
+            )
+
+    def prepare(self, num_positions: int, device: torch.device) -> None:
+        """Called once per forward pass before any other hook, with the number of positions
+        (largest position index + 1) this pass uses. Encodings with per-pass state (FLOATER's
+        ODE solution) compute it here."""
+
+    def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
+        """Token embeddings with position added. x: ``[b, s, d]``, pos: ``[s]``. Returns ``[b, s, d]``."""
+        return x
+
+    def project(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site):
+        """Position-dependent q, k, v. q: ``[b, h, s_q, d_h]``, k, v: ``[b, h, s_k, d_h]``,
+        q_pos ``[s_q]``, k_pos ``[s_k]``. Returns (q, k, v) of the same shapes."""
+        return q, k, v
+
+    def bias(self, q_pos: Tensor, k_pos: Tensor, site: Site) -> Tensor | None:
+        """Additive attention-logit bias broadcastable to ``[b, h, s_q, s_k]``, or None."""
+        return None
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site) -> Tensor:
+        """The attention output ``[b, h, s_q, d_h]``; see :func:`scaled_dot_product`."""
+        return scaled_dot_product(q, k, v, allowed, self.bias(q_pos, k_pos, site))
+
+    def extra_repr(self) -> str:
+        return f"max_positions={self.max_positions}"
+
+
+def require_even(value: int, what: str, encoding: str) -> None:
+    """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs)."""
+    if value % 2:
+        raise ValueError(f"{encoding} pairs features two by two, so {what} must be even; got {value}")
+
+
+def inverse_frequencies(dim: int, base: float) -> Tensor:
+    """theta_i = base^(-2i/dim) for i in 0..dim/2-1 (Vaswani et al. 2017, sec. 3.5;
+    Su et al. 2021, eq. 15). Returns ``[dim/2]`` float32."""
+    return base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)

@@ -1,0 +1,158 @@
+"""The transformer every encoding is trained in: pre-LN, decoder-only or encoder-decoder.
+
+Pre-LN blocks (Xiong et al. 2020, arXiv:2002.04745): x + Attn(LN(x)), then x + FFN(LN(x)),
+a final LayerNorm, GELU feed-forward, token embeddings scaled by sqrt(d) (Vaswani et al. 2017,
+sec. 3.4) and tied with the output projection. Position enters only through the hooks of the
+encoding plugin (see :mod:`pebench.encodings.base`); attention runs on
+``torch.nn.functional.scaled_dot_product_attention`` unless the plugin owns it.
+
+Padding is on the right and token id 0. Padded keys never receive weight; every query row keeps
+at least one allowed key (position 0 is never padding, and causal rows see themselves), so no
+row is NaN and an example's outputs do not depend on the longer examples batched with it.
+Shapes: b batch, s sequence (s_s source, s_t target), d model width, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .encodings.base import Geometry, PositionalEncoding, Site
+
+PAD = 0
+ARCHITECTURES = ("decoder", "encoder_decoder")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Model shape. ``architecture`` is ``"decoder"`` (causal, decoder-only) or
+    ``"encoder_decoder"``; ``n_layers`` counts the blocks of each stack."""
+
+    architecture: str = "decoder"
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 256
+    dropout: float = 0.0
+
+    def __post_init__(self):
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"architecture must be one of {ARCHITECTURES}; got {self.architecture!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
+
+    def sites(self) -> tuple[Site, ...]:
+        """Every attention site of the model, in the order the model runs them."""
+        if self.architecture == "decoder":
+            return tuple(Site("decoder", i, "self") for i in range(self.n_layers))
+        encoder = [Site("encoder", i, "self") for i in range(self.n_layers)]
+        decoder = [Site("decoder", i, kind) for i in range(self.n_layers) for kind in ("self", "cross")]
+        return tuple(encoder + decoder)
+
+    def geometry(self, max_length: int) -> Geometry:
+        return Geometry(self.d_model, self.n_heads, self.sites(), max_length)
+
+
+class Attention(nn.Module):
+    """Multi-head attention at one site, position handled by the encoding's hooks."""
+
+    def __init__(self, config: ModelConfig, site: Site):
+        super().__init__()
+        self.site, self.n_heads = site, config.n_heads
+        self.query = nn.Linear(config.d_model, config.d_model)
+        self.key_value = nn.Linear(config.d_model, 2 * config.d_model)
+        self.out = nn.Linear(config.d_model, config.d_model)
+
+    def forward(self, x: Tensor, memory: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, encoding: PositionalEncoding) -> Tensor:
+        """x: ``[b, s_q, d]`` queries, memory: ``[b, s_k, d]`` keys and values, allowed:
+        ``[b, 1, s_q, s_k]`` bool. Returns ``[b, s_q, d]``."""
+        b, s_q, d = x.shape
+        q = self.query(x).view(b, s_q, self.n_heads, -1).transpose(1, 2)  # [b, h, s_q, d_h]
+        k, v = self.key_value(memory).view(b, memory.shape[1], 2, self.n_heads, -1).permute(2, 0, 3, 1, 4)  # 2 x [b, h, s_k, d_h]
+        q, k, v = encoding.project(q, k, v, q_pos, k_pos, self.site)
+        out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site)  # [b, h, s_q, d_h]
+        return self.out(out.transpose(1, 2).reshape(b, s_q, d))
+
+
+class Block(nn.Module):
+    """Pre-LN block: self-attention, cross-attention (encoder-decoder's decoder only), FFN."""
+
+    def __init__(self, config: ModelConfig, stack: str, layer: int, cross: bool):
+        super().__init__()
+        self.self_norm, self.self_attention = nn.LayerNorm(config.d_model), Attention(config, Site(stack, layer, "self"))
+        self.cross_norm = nn.LayerNorm(config.d_model) if cross else None
+        self.cross_attention = Attention(config, Site(stack, layer, "cross")) if cross else None
+        self.ffn_norm = nn.LayerNorm(config.d_model)
+        self.ffn = nn.Sequential(nn.Linear(config.d_model, config.d_ff), nn.GELU(), nn.Linear(config.d_ff, config.d_model))
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, pos: Tensor, allowed: Tensor, encoding: PositionalEncoding, memory: tuple | None = None) -> Tensor:
+        """x: ``[b, s, d]``; memory: (encoder output ``[b, s_s, d]``, its positions ``[s_s]``,
+        cross-attention mask ``[b, 1, 1, s_s]``) or None. Returns ``[b, s, d]``."""
+        h = self.self_norm(x)
+        x = x + self.dropout(self.self_attention(h, h, pos, pos, allowed, encoding))
+        if self.cross_attention is not None:
+            source, source_pos, source_allowed = memory
+            x = x + self.dropout(self.cross_attention(self.cross_norm(x), source, pos, source_pos, source_allowed, encoding))
+        return x + self.dropout(self.ffn(self.ffn_norm(x)))
+
+
+class Transformer(nn.Module):
+    """The benchmark model.
+
+    Args:
+        config: model shape.
+        vocab_size: V, including the special tokens (id 0 is padding).
+        encoding: the positional-encoding plugin, built for ``config.geometry(...)``.
+    """
+
+    def __init__(self, config: ModelConfig, vocab_size: int, encoding: PositionalEncoding):
+        super().__init__()
+        self.config, self.encoding = config, encoding
+        self.embedding = nn.Embedding(vocab_size, config.d_model, padding_idx=PAD)
+        nn.init.normal_(self.embedding.weight, std=config.d_model**-0.5)
+        encoder_decoder = config.architecture == "encoder_decoder"
+        self.encoder = nn.ModuleList(Block(config, "encoder", i, False) for i in range(config.n_layers)) if encoder_decoder else None
+        self.encoder_norm = nn.LayerNorm(config.d_model) if encoder_decoder else None
+        self.decoder = nn.ModuleList(Block(config, "decoder", i, encoder_decoder) for i in range(config.n_layers))
+        self.decoder_norm = nn.LayerNorm(config.d_model)
+
+    def forward(self, tokens: Tensor, source: Tensor | None = None) -> Tensor:
+        """Next-token logits.
+
+        Args:
+            tokens: decoder input ``[b, s_t]`` long, right-padded with 0.
+            source: encoder input ``[b, s_s]`` (encoder-decoder only), right-padded with 0.
+        Returns:
+            ``[b, s_t, V]`` logits; row i predicts token i + 1.
+        Raises:
+            PositionLimitError: if the encoding cannot represent the sequence length.
+        """
+        pos = self.encoding.positions(tokens.shape[1], tokens.device)
+        source_pos = self.encoding.positions(source.shape[1], tokens.device) if source is not None else pos
+        self.encoding.prepare(int(max(pos.max(), source_pos.max())) + 1, tokens.device)
+        memory = None
+        if self.encoder is not None:
+            source_allowed = (source != PAD)[:, None, None, :]  # [b, 1, 1, s_s]
+            x = self.embed(source, source_pos, "encoder")
+            for block in self.encoder:
+                x = block(x, source_pos, source_allowed, self.encoding)
+            memory = (self.encoder_norm(x), source_pos, source_allowed)
+        causal = pos[None, :] <= pos[:, None]  # [s_t, s_t]
+        allowed = causal[None, None] & (tokens != PAD)[:, None, None, :]  # [b, 1, s_t, s_t]
+        x = self.embed(tokens, pos, "decoder")
+        for block in self.decoder:
+            x = block(x, pos, allowed, self.encoding, memory)
+        return self.decoder_norm(x) @ self.embedding.weight.T  # [b, s_t, V]
+
+    def embed(self, tokens: Tensor, pos: Tensor, stack: str) -> Tensor:
+        """Scaled token embeddings with the encoding's input term: ``[b, s, d]``."""
+        return self.encoding.embed(self.embedding(tokens) * math.sqrt(self.config.d_model), pos, stack)
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Total trainable parameters and the encoding's own."""
+        count = lambda module: sum(p.numel() for p in module.parameters() if p.requires_grad)  # noqa: E731
+        return {"total": count(self), "encoding": count(self.encoding)}

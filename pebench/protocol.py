@@ -1,0 +1,127 @@
+"""The benchmark protocol of a task card: length split, buckets, metrics, model, budget.
+
+The first bucket is in-distribution (ID) and must contain the training length range; every
+other bucket is out-of-distribution (OOD) and must start above the training maximum. Evaluation
+sets are drawn from a generator seeded by the card's ``eval_seed`` and the bucket alone, so they
+are identical for every encoding and every training seed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, fields
+
+from .model import ModelConfig
+from .registry import TASKS, plugin
+from .tasks.base import Example, LengthBucket, Task
+
+METRICS = ("exact_match", "token_accuracy")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Training budget and optimiser (AdamW, linear warm-up then cosine decay to 10%).
+
+    Args:
+        steps: optimiser steps.
+        batch_size: examples per step.
+        lr: peak learning rate.
+        warmup_steps: linear warm-up steps.
+        weight_decay: AdamW decoupled weight decay.
+        grad_clip: global gradient-norm clip.
+        eval_batch_size: examples per evaluation forward pass.
+    """
+
+    steps: int = 1000
+    batch_size: int = 64
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    eval_batch_size: int = 250
+
+
+@dataclass
+class Protocol:
+    """A task card, resolved and validated."""
+
+    name: str
+    task: Task
+    unit: str
+    train_lengths: LengthBucket
+    buckets: list[LengthBucket]
+    eval_examples: int
+    eval_seed: int
+    metrics: list[str]
+    primary: str
+    model: ModelConfig
+    training: TrainingConfig
+
+    def evaluation_sets(self) -> dict[LengthBucket, list[Example]]:
+        """The fixed evaluation examples of every bucket."""
+        return {
+            bucket: self.task.evaluation_examples(random.Random(f"{self.eval_seed}:{bucket.label}"), bucket, self.eval_examples)
+            for bucket in self.buckets
+        }
+
+
+def _bucket(bounds, what: str) -> LengthBucket:
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        raise ValueError(f"{what} must be [lo, hi] (hi may be inf); got {bounds!r}")
+    lo, hi = bounds
+    hi = None if isinstance(hi, float) and math.isinf(hi) else int(hi)
+    if int(lo) < 1 or (hi is not None and hi < lo):
+        raise ValueError(f"{what} {bounds} is empty: lengths start at 1 and need lo <= hi")
+    return LengthBucket(int(lo), hi)
+
+
+def _section(card: dict, name: str, cls):
+    known = {f.name for f in fields(cls)}
+    unknown = set(card.get(name, {})) - known
+    if unknown:
+        raise ValueError(f"task card '{card['name']}' [{name}] has unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    return cls(**card.get(name, {}))
+
+
+def resolve(card: dict) -> Protocol:
+    """Validate a task card and build its task.
+
+    Raises:
+        ValueError: for an impossible length split (saying why), unknown metrics or keys.
+        UnknownNameError: for a task family that no plugin provides.
+    """
+    split = card["split"]
+    train = _bucket(split["train"], "split.train")
+    buckets = [_bucket(b, f"split.buckets[{i}]") for i, b in enumerate(split["buckets"])]
+    if not buckets:
+        raise ValueError("split.buckets is empty: give at least the in-distribution bucket")
+    first = buckets[0]
+    if train.lo < first.lo or (first.hi is not None and (train.hi is None or train.hi > first.hi)):
+        raise ValueError(
+            f"the training lengths {train.label} must lie inside the first (in-distribution) bucket "
+            f"{first.label}; make split.buckets[0] cover split.train"
+        )
+    for previous, bucket in zip(buckets, buckets[1:]):
+        if previous.hi is None or bucket.lo <= previous.hi:
+            raise ValueError(f"length buckets must be ascending and disjoint: {previous.label} then {bucket.label}")
+    metrics = card["metrics"]
+    unknown = set(metrics["names"]) - set(METRICS)
+    if unknown or metrics["primary"] not in metrics["names"]:
+        raise ValueError(f"metrics must come from {METRICS} and include the primary; got {metrics}")
+    if split["eval_examples"] < 1:
+        raise ValueError(f"split.eval_examples must be at least 1; got {split['eval_examples']}")
+    task = plugin(TASKS, card["family"])(**card.get("params", {}))
+    return Protocol(
+        name=card["name"],
+        task=task,
+        unit=split.get("unit", "tokens"),
+        train_lengths=train,
+        buckets=buckets,
+        eval_examples=int(split["eval_examples"]),
+        eval_seed=int(split["eval_seed"]),
+        metrics=list(metrics["names"]),
+        primary=metrics["primary"],
+        model=_section(card, "model", ModelConfig),
+        training=_section(card, "training", TrainingConfig),
+    )

@@ -1,0 +1,94 @@
+"""Leaderboards from run records: one per task, printed and written as Markdown and CSV.
+
+For every encoding (configuration) of a task, over its seeds:
+- *ID score*: the primary metric on the in-distribution bucket;
+- each OOD bucket's primary metric, and the *OOD score*: their mean, buckets weighted equally;
+- *extrapolation ratio*: mean OOD score / mean ID score;
+- training and evaluation tokens/s (median over seeds) and the training throughput relative to
+  NoPE's on the same task (> 1 is faster);
+- the encoding's own parameter count.
+Scores are mean ± sample standard deviation over seeds; rows are sorted by OOD score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from tabulate import tabulate
+
+
+def _per_run(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per (encoding, seed): ID, OOD score and every bucket's primary metric."""
+    keys = ["encoding", "seed"]
+    wide = frame.pivot_table(index=keys, columns="bucket", values="primary", aggfunc="first", dropna=False)
+    ood_labels = list(dict.fromkeys(frame.loc[~frame.in_distribution, "bucket"]))
+    id_label = frame.loc[frame.in_distribution, "bucket"].iloc[0]
+    runs = pd.DataFrame({"ID": wide[id_label]})
+    for label in ood_labels:
+        runs[label] = wide[label]
+    runs["OOD"] = wide[ood_labels].mean(axis=1, skipna=False) if ood_labels else float("nan")
+    speed = frame.groupby(keys)[["train_tokens_per_second", "eval_tokens_per_second", "encoding_parameters"]].agg(
+        {"train_tokens_per_second": "first", "eval_tokens_per_second": "median", "encoding_parameters": "first"}
+    )
+    return runs.join(speed).reset_index()
+
+
+def leaderboard(frame: pd.DataFrame) -> pd.DataFrame:
+    """The numeric leaderboard of one task's rows of :func:`pebench.records.to_frame`."""
+    runs = _per_run(frame)
+    scores = [c for c in runs.columns if c not in ("encoding", "seed", "train_tokens_per_second", "eval_tokens_per_second", "encoding_parameters")]
+    grouped = runs.groupby("encoding")
+    board = pd.DataFrame({"seeds": grouped.size()})
+    for column in scores:
+        board[f"{column} mean"] = grouped[column].mean()
+        board[f"{column} std"] = grouped[column].std()
+    board["OOD/ID"] = board["OOD mean"] / board["ID mean"].where(board["ID mean"] > 0)
+    board["train tok/s"] = grouped["train_tokens_per_second"].median()
+    board["eval tok/s"] = grouped["eval_tokens_per_second"].median()
+    nope = board["train tok/s"].get("nope", float("nan"))
+    board["train speed vs NoPE"] = board["train tok/s"] / nope
+    board["PE params"] = grouped["encoding_parameters"].first()
+    return board.sort_values(["OOD mean", "ID mean"], ascending=False).reset_index()
+
+
+def _mean_std(mean: float, std: float) -> str:
+    if pd.isna(mean):
+        return "—"
+    return f"{mean:.3f}" if pd.isna(std) else f"{mean:.3f} ± {std:.3f}"
+
+
+def display(board: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard with scores as ``mean ± std`` strings, for printing."""
+    shown = pd.DataFrame({"encoding": board["encoding"]})
+    for column in board.columns:
+        if column.endswith(" mean"):
+            name = column[: -len(" mean")]
+            shown[name] = [_mean_std(m, s) for m, s in zip(board[column], board[f"{name} std"])]
+    shown["OOD/ID"] = board["OOD/ID"].map(lambda v: "—" if pd.isna(v) else f"{v:.3f}")
+    shown["train tok/s"] = board["train tok/s"].map(lambda v: f"{v:,.0f}")
+    shown["eval tok/s"] = board["eval tok/s"].map(lambda v: "—" if pd.isna(v) else f"{v:,.0f}")
+    shown["train vs NoPE"] = board["train speed vs NoPE"].map(lambda v: "—" if pd.isna(v) else f"{v:.2f}")
+    shown["PE params"] = board["PE params"].map(lambda v: f"{v:,}")
+    shown["seeds"] = board["seeds"]
+    return shown
+
+
+def render(task: str, frame: pd.DataFrame, table_format: str) -> str:
+    """A titled leaderboard of one task in a tabulate format ("github", "simple", ...)."""
+    primary = frame["primary_metric"].iloc[0]
+    title = f"{task}: {primary} per length bucket (ID = {frame.loc[frame.in_distribution, 'bucket'].iloc[0]}), mean ± std over seeds"
+    table = tabulate(display(leaderboard(frame)), headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+    return f"{title}\n\n{table}\n"
+
+
+def write_reports(frame: pd.DataFrame, out: Path) -> dict[str, str]:
+    """Write ``<out>/<task>.md`` and ``<out>/<task>.csv`` for every task; return the terminal
+    rendering of each leaderboard."""
+    out.mkdir(parents=True, exist_ok=True)
+    printed = {}
+    for task, rows in frame.groupby("task", sort=True):
+        (out / f"{task}.md").write_text(f"## {render(task, rows, 'github')}")
+        leaderboard(rows).to_csv(out / f"{task}.csv", index=False, float_format="%.6g")
+        printed[task] = render(task, rows, "simple")
+    return printed

@@ -1,0 +1,65 @@
+"""The task contract: examples, length buckets, and what a task family provides.
+
+A task family is a :class:`Task` subclass registered under the entry-point group
+``pebench.tasks``; a task card (``tasks/*.toml``) names the family and fixes the protocol
+(length split, buckets, metrics, model, budget), which :mod:`pebench.protocol` enforces.
+A family only produces examples: ``source`` and ``target`` are sequences of symbol ids
+(indices into :attr:`Task.symbols`), and ``length`` is the example's length in the task's unit
+(digits, symbols, subword tokens), which decides its bucket.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Example:
+    """One input/output pair, as symbol ids, with its length in the task's unit."""
+
+    source: tuple[int, ...]
+    target: tuple[int, ...]
+    length: int
+
+
+@dataclass(frozen=True)
+class LengthBucket:
+    """Lengths lo..hi inclusive; ``hi=None`` means unbounded."""
+
+    lo: int
+    hi: int | None
+
+    def __contains__(self, length: int) -> bool:
+        return self.lo <= length and (self.hi is None or length <= self.hi)
+
+    @property
+    def label(self) -> str:
+        return f"{self.lo}+" if self.hi is None else f"{self.lo}-{self.hi}"
+
+
+class Task(ABC):
+    """Base class of task families.
+
+    Subclasses set ``description`` and ``reference``, take their card's ``[params]`` as keyword
+    arguments, and fill :attr:`symbols`.
+    """
+
+    description: ClassVar[str] = ""
+    reference: ClassVar[str] = ""
+    symbols: list[str]
+
+    @abstractmethod
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        """An endless stream of training examples whose length lies in ``lengths``."""
+
+    @abstractmethod
+    def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
+        """``n`` evaluation examples with lengths in ``bucket``, drawn from ``rng`` only."""
+
+    def render(self, symbol_ids) -> str:
+        """Readable text of a symbol-id sequence."""
+        return " ".join(self.symbols[i] for i in symbol_ids)

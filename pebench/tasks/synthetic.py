@@ -1,0 +1,113 @@
+"""Synthetic sequence-transduction tasks generated from a seeded RNG.
+
+Each task draws a length L uniformly from the requested range and then a random input of that
+length; the output is a deterministic function of the input:
+- ``copy``: the input itself.
+- ``reverse``: the input reversed.
+- ``sort``: the input symbols in ascending order.
+- ``addition``: the decimal sum of two numbers. L is the digit count of the longer operand (the
+  other has 1..L digits); operands and sum are written least-significant digit first, the format
+  in which a left-to-right decoder can carry (Lee et al. 2023, arXiv:2307.03381, "reverse" format).
+These follow the length-generalisation suites of Delétang et al. 2023 (arXiv:2207.02098) and
+Kazemnejad et al. 2023 (arXiv:2305.19466).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from .base import Example, LengthBucket, Task
+
+
+class SyntheticTask(Task):
+    """A task that can sample an example of any given length.
+
+    Raises:
+        ValueError: from the generators, if a bucket has no upper bound.
+    """
+
+    def sample(self, rng: random.Random, length: int) -> Example:
+        raise NotImplementedError
+
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        while True:
+            yield self.sample(rng, rng.randint(lengths.lo, _finite(lengths)))
+
+    def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
+        return [self.sample(rng, rng.randint(bucket.lo, _finite(bucket))) for _ in range(n)]
+
+
+def _finite(bucket: LengthBucket) -> int:
+    if bucket.hi is None:
+        raise ValueError(f"synthetic tasks need bounded length buckets; got '{bucket.label}'")
+    return bucket.hi
+
+
+class SymbolTask(SyntheticTask):
+    """Output = a function of a uniform random symbol string of length L.
+
+    Args:
+        alphabet_size: number of distinct input symbols.
+    """
+
+    def __init__(self, alphabet_size: int = 16):
+        self.symbols = [chr(ord("a") + i) if i < 26 else f"s{i}" for i in range(alphabet_size)]
+
+    def sample(self, rng: random.Random, length: int) -> Example:
+        source = tuple(rng.randrange(len(self.symbols)) for _ in range(length))
+        return Example(source, self.transform(source), length)
+
+    def transform(self, source: tuple[int, ...]) -> tuple[int, ...]:
+        raise NotImplementedError
+
+
+class Copy(SymbolTask):
+    description = "Copy a random symbol sequence"
+    reference = "Delétang et al. 2023, arXiv:2207.02098"
+
+    def transform(self, source):
+        return source
+
+
+class Reverse(SymbolTask):
+    description = "Reverse a random symbol sequence"
+    reference = "Delétang et al. 2023, arXiv:2207.02098"
+
+    def transform(self, source):
+        return source[::-1]
+
+
+class Sort(SymbolTask):
+    description = "Sort a random symbol sequence"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+
+    def transform(self, source):
+        return tuple(sorted(source))
+
+
+class Addition(SyntheticTask):
+    """Multi-digit decimal addition, least-significant digit first."""
+
+    description = "Add two decimal numbers, digits least-significant first"
+    reference = "Lee et al. 2023, arXiv:2307.03381"
+
+    def __init__(self):
+        self.symbols = [str(d) for d in range(10)] + ["+"]
+
+    def sample(self, rng: random.Random, length: int) -> Example:
+        a, b = _number(rng, length), _number(rng, rng.randint(1, length))
+        if rng.random() < 0.5:
+            a, b = b, a
+        plus = self.symbols.index("+")
+        source = _digits(a) + (plus,) + _digits(b)
+        return Example(source, _digits(a + b), length)
+
+def _number(rng: random.Random, digits: int) -> int:
+    """A uniform number with exactly ``digits`` decimal digits (0 allowed for one digit)."""
+    return rng.randint(0 if digits == 1 else 10 ** (digits - 1), 10**digits - 1)
+
+
+def _digits(number: int) -> tuple[int, ...]:
+    """Decimal digits, least significant first."""
+    return tuple(int(c) for c in reversed(str(number)))

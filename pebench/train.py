@@ -1,0 +1,177 @@
+"""One run: build the model, train on the short lengths, evaluate every length bucket.
+
+Evaluation is teacher-forced: each target token is predicted from the gold prefix.
+*Exact match* is the fraction of examples whose every target token (and EOS) is the argmax;
+this equals the exact match of greedy decoding, since greedy decoding reproduces the target iff
+every step's argmax given the gold prefix is the gold token. *Token accuracy* is the fraction of
+target tokens (EOS included) predicted correctly, pooled over the bucket.
+
+Throughput is non-padding input tokens per second: training over the steps after the first
+``TIMING_WARMUP_STEPS``, evaluation over the forward passes after one warm-up pass.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import random
+import resource
+import time
+from dataclasses import asdict
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from .batching import IGNORE, FIRST_SYMBOL, Batch, pack, packed_length
+from .encodings.base import PositionalEncoding, PositionLimitError
+from .model import Transformer
+from .protocol import Protocol
+from .registry import ENCODINGS, plugin
+from .tasks.base import Example, LengthBucket
+
+TIMING_WARMUP_STEPS = 10
+
+
+def resolve_device(device: str) -> torch.device:
+    """``"auto"`` is CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def build_model(protocol: Protocol, encoding_card: dict, max_length: int) -> Transformer:
+    """The task's model with the card's encoding, sized for sequences up to ``max_length``."""
+    geometry = protocol.model.geometry(max_length)
+    encoding: PositionalEncoding = plugin(ENCODINGS, encoding_card["plugin"])(geometry, **encoding_card["params"])
+    return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)
+
+
+def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
+    """Linear warm-up to 1, then cosine decay to 0.1 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _loss(model: Transformer, batch: Batch) -> torch.Tensor:
+    logits = model(batch.tokens, batch.source)
+    return nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE)
+
+
+def train(model: Transformer, protocol: Protocol, seed: int, device: torch.device, progress: bool = True) -> dict:
+    """Train ``model`` on the protocol's training lengths. Returns the record's ``training`` part."""
+    config = protocol.training
+    examples = protocol.task.training_examples(random.Random(seed), protocol.train_lengths)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps))
+    model.train()
+    losses, timed_tokens, timed_seconds = [], 0, 0.0
+    start = time.perf_counter()
+    bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=not progress, leave=False)
+    for step in bar:
+        batch = pack([next(examples) for _ in range(config.batch_size)], protocol.model.architecture).to(device)
+        _sync(device)
+        tick = time.perf_counter()
+        loss = _loss(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        schedule.step()
+        _sync(device)
+        if step >= TIMING_WARMUP_STEPS:
+            timed_tokens += batch.num_tokens
+            timed_seconds += time.perf_counter() - tick
+        losses.append(loss.item())
+        if step % 20 == 0:
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    tail = losses[-max(1, len(losses) // 20) :]
+    return {
+        "steps": config.steps,
+        "wall_seconds": round(time.perf_counter() - start, 2),
+        "tokens_per_second": round(timed_tokens / timed_seconds, 1) if timed_seconds else None,
+        "final_loss": round(sum(tail) / len(tail), 5),
+        **_peak_memory(device),
+    }
+
+
+def _peak_memory(device: torch.device) -> dict:
+    if device.type == "cuda":
+        return {"peak_memory_mb": round(torch.cuda.max_memory_allocated(device) / 2**20, 1), "memory_kind": "cuda_max_allocated"}
+    scale = 1 if platform.system() == "Darwin" else 1024  # ru_maxrss is bytes on macOS, KiB on Linux
+    return {"peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20, 1), "memory_kind": "process_peak_rss"}
+
+
+@torch.no_grad()
+def evaluate_bucket(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> dict:
+    """Teacher-forced metrics and evaluation throughput on one bucket's examples."""
+    model.eval()
+    size = protocol.training.eval_batch_size
+    batches = [pack(examples[i : i + size], protocol.model.architecture).to(device) for i in range(0, len(examples), size)]
+    model(batches[0].tokens, batches[0].source)  # warm-up (and FLOATER's cached solve)
+    exact, correct_tokens, tokens, seconds = 0, 0, 0, 0.0
+    for batch in batches:
+        _sync(device)
+        tick = time.perf_counter()
+        predictions = model(batch.tokens, batch.source).argmax(-1)
+        _sync(device)
+        seconds += time.perf_counter() - tick
+        scored = batch.labels != IGNORE
+        hits = (predictions == batch.labels) & scored
+        exact += int((hits | ~scored).all(dim=1).sum())
+        correct_tokens += int(hits.sum())
+        tokens += batch.num_tokens
+    metrics = {"exact_match": exact / len(examples), "token_accuracy": correct_tokens / sum(b.num_targets for b in batches)}
+    return {"metrics": {name: round(metrics[name], 5) for name in protocol.metrics}, "eval_tokens_per_second": round(tokens / seconds, 1)}
+
+
+def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> list[dict]:
+    """One entry per bucket. A bucket the encoding cannot represent (a learned table too short)
+    is reported with its error and no metrics, not as a failed run."""
+    results = []
+    for index, (bucket, examples) in enumerate(sets.items()):
+        entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
+        try:
+            entry.update(evaluate_bucket(model, protocol, examples, device))
+        except PositionLimitError as error:
+            entry.update({"metrics": None, "eval_tokens_per_second": None, "error": str(error)})
+        results.append(entry)
+    return results
+
+
+def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device, progress: bool = True) -> dict:
+    """Train and evaluate one (task, encoding, seed). Returns the record's measured parts:
+    ``environment``, ``parameters``, ``training``, ``buckets``.
+
+    Raises:
+        PositionLimitError: if the encoding cannot represent the training lengths.
+    """
+    torch.manual_seed(seed)
+    sets = protocol.evaluation_sets()
+    architecture = protocol.model.architecture
+    max_length = max(packed_length(e, architecture) for examples in sets.values() for e in examples)
+    model = build_model(protocol, encoding_card, max_length).to(device)
+    model.encoding.check_length(max(packed_length(e, architecture) for e in next(iter(sets.values()))))
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    training = train(model, protocol, seed, device, progress)
+    return {
+        "environment": {
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
+            "threads": torch.get_num_threads(),
+            "platform": platform.platform(),
+        },
+        "parameters": model.parameter_counts(),
+        "training": training,
+        "model": asdict(protocol.model),
+        "buckets": evaluate(model, protocol, sets, device),
+    }

@@ -1,0 +1,103 @@
+import torch
+from torch import nn
+
+from pebench.encodings.base import Site
+from pebench.encodings.flow import Flow
+from pebench.model import ModelConfig
+from tests.helpers import build
+
+
+def flow(**params) -> Flow:
+    torch.manual_seed(0)
+    return Flow(ModelConfig(d_model=8, n_heads=2, n_layers=2).geometry(64), **params)
+
+
+class Linear(nn.Module):
+    """h(t, p) = p A^T: the ODE dp/dt = A p, solved in closed form by p(t) = expm(t A) p(0)."""
+
+    def __init__(self, matrix):
+        super().__init__()
+        self.matrix = nn.Parameter(matrix)
+
+    def forward(self, t, p):
+        return p @ self.matrix.T
+
+
+def test_zero_dynamics_keep_the_initial_value():
+    # FLOATER with h = 0: dp/dt = 0, so p(t_i) = p(0) at every position (paper sec. 3.2).
+    encoding = flow()
+    for layer in (encoding.dynamics.inner, encoding.dynamics.outer):
+        nn.init.zeros_(layer.weight)
+        nn.init.zeros_(layer.bias)
+    encoding.prepare(40, torch.device("cpu"))
+    solution = encoding.solution(torch.arange(40))  # [40, C, d]
+    torch.testing.assert_close(solution, encoding.initial.detach().expand(40, -1, -1), rtol=0, atol=0)
+
+
+def test_linear_dynamics_match_the_closed_form():
+    encoding = flow(delta=0.1)
+    matrix = torch.randn(8, 8) * 0.3
+    encoding.dynamics = Linear(matrix)
+    encoding.prepare(30, torch.device("cpu"))
+    got = encoding.solution(torch.arange(30))
+    times = torch.arange(30, dtype=torch.float64) * 0.1
+    expected = torch.stack([encoding.initial.detach().double() @ torch.linalg.matrix_exp(t * matrix.double()).T for t in times])
+    torch.testing.assert_close(got.double(), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gradients_reach_dynamics_and_initial_values():
+    for adjoint in (False, True):
+        encoding = flow(adjoint=adjoint)
+        encoding.prepare(20, torch.device("cpu"))
+        encoding.solution(torch.arange(20)).square().sum().backward()
+        assert encoding.initial.grad is not None and encoding.initial.grad.abs().sum() > 0
+        for parameter in encoding.dynamics.parameters():
+            assert parameter.grad is not None and parameter.grad.abs().sum() > 0
+
+
+def test_adjoint_and_direct_gradients_agree():
+    grads = []
+    for adjoint in (False, True):
+        encoding = flow(adjoint=adjoint)
+        encoding.prepare(20, torch.device("cpu"))
+        encoding.solution(torch.arange(20)).square().sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in encoding.parameters()]))
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-3, rtol=1e-3)
+
+
+def test_evaluation_caches_and_extends_the_solution():
+    encoding = flow().eval()
+    with torch.no_grad():
+        encoding.prepare(10, torch.device("cpu"))
+        first = encoding._solution
+        encoding.prepare(8, torch.device("cpu"))
+        assert encoding._solution is first  # reused, not re-solved
+        encoding.prepare(25, torch.device("cpu"))  # integrates further in t
+        extended = encoding._solution.clone()
+        encoding._cache_key = None
+        encoding.prepare(25, torch.device("cpu"))  # a fresh full solve
+    torch.testing.assert_close(extended, encoding._solution, atol=1e-5, rtol=1e-5)
+
+
+def test_cache_is_dropped_when_parameters_change():
+    encoding = flow().eval()
+    with torch.no_grad():
+        encoding.prepare(10, torch.device("cpu"))
+        before = encoding._solution.clone()
+        encoding.initial.add_(1.0)
+        encoding.prepare(10, torch.device("cpu"))
+    assert not torch.allclose(before, encoding._solution)
+
+
+def test_every_site_gets_its_own_initial_values_and_one_shared_dynamics():
+    geometry = ModelConfig(d_model=8, n_heads=2, n_layers=3, architecture="encoder_decoder").geometry(16)
+    encoding = Flow(geometry)
+    assert encoding.initial.shape == (3 * len(geometry.sites), 8)  # q, k, v of 9 sites
+    assert encoding.channel[Site("decoder", 2, "cross")] == 3 * 8
+
+
+def test_input_placement_adds_to_embeddings_only():
+    model = build("flow", placement="input")
+    assert model.encoding.initial.shape == (1, 32)
+    tokens = torch.randint(1, 20, (2, 9))
+    assert model(tokens).shape == (2, 9, 20)

@@ -1,0 +1,56 @@
+import pytest
+import torch
+
+from pebench.batching import pack
+from pebench.tasks.base import Example
+from tests.helpers import BUILT_IN_ENCODINGS, build
+
+ARCHITECTURES = ["decoder", "encoder_decoder"]
+
+
+def examples(lengths):
+    g = torch.Generator().manual_seed(1)
+    return [Example(tuple(torch.randint(0, 16, (n,), generator=g).tolist()), tuple(torch.randint(0, 16, (n,), generator=g).tolist()), n) for n in lengths]
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.parametrize("encoding", BUILT_IN_ENCODINGS)
+def test_example_alone_equals_example_in_a_longer_batch(encoding, architecture):
+    model = build(encoding, architecture).eval()
+    batch_examples = examples([3, 11, 7])
+    alone, batch = pack(batch_examples[:1], architecture), pack(batch_examples, architecture)
+    with torch.no_grad():
+        single = model(alone.tokens, alone.source)
+        batched = model(batch.tokens, batch.source)
+    width = single.shape[1]
+    torch.testing.assert_close(batched[0, :width], single[0], atol=1e-5, rtol=1e-5)
+    assert torch.isfinite(batched).all()
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.parametrize("encoding", BUILT_IN_ENCODINGS)
+def test_padded_keys_get_no_weight_and_gradients_are_finite(encoding, architecture):
+    model = build(encoding, architecture).train()
+    batch = pack(examples([1, 9]), architecture)
+    logits = model(batch.tokens, batch.source)
+    logits.sum().backward()
+    assert torch.isfinite(logits).all()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_causal_outputs_do_not_see_the_future():
+    model = build("rope").eval()
+    tokens = torch.randint(1, 20, (1, 10))
+    changed = tokens.clone()
+    changed[0, 7:] = (changed[0, 7:] % 19) + 1
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens)[0, :7], model(changed)[0, :7])
+
+
+def test_model_rejects_bad_shapes():
+    from pebench.model import ModelConfig
+
+    with pytest.raises(ValueError, match="multiple of n_heads"):
+        ModelConfig(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="architecture must be one of"):
+        ModelConfig(architecture="encoder")
