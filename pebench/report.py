@@ -5,7 +5,7 @@ For every encoding (configuration) of a task, over its seeds:
 - each OOD bucket's primary metric, and the *OOD score*: their mean, buckets weighted equally;
 - *extrapolation ratio*: mean OOD score / mean ID score;
 - training and evaluation tokens/s (median over seeds) and the training throughput relative to
-  NoPE's on the same task (> 1 is faster);
+  NoPE's on the same task and configuration (> 1 is faster);
 - the encoding's own parameter count.
 Scores are mean ± sample standard deviation over seeds; rows are sorted by OOD score.
 """
@@ -46,10 +46,16 @@ def leaderboard(frame: pd.DataFrame) -> pd.DataFrame:
     board["OOD/ID"] = board["OOD mean"] / board["ID mean"].where(board["ID mean"] > 0)
     board["train tok/s"] = grouped["train_tokens_per_second"].median()
     board["eval tok/s"] = grouped["eval_tokens_per_second"].median()
-    nope = board["train tok/s"].get("nope", float("nan"))
-    board["train speed vs NoPE"] = board["train tok/s"] / nope
+    board["train speed vs NoPE"] = [board["train tok/s"][name] / _nope_speed(board["train tok/s"], name) for name in board.index]
     board["PE params"] = grouped["encoding_parameters"].first()
     return board.sort_values(["OOD mean", "ID mean"], ascending=False).reset_index()
+
+
+def _nope_speed(speeds: pd.Series, encoding: str) -> float:
+    """NoPE's training tokens/s in the same configuration (same ``@<overrides>`` suffix) when
+    present, else the card's own NoPE run, else NaN."""
+    _, sep, config = encoding.partition("@")
+    return speeds.get(f"nope{sep}{config}", speeds.get("nope", float("nan")))
 
 
 def _mean_std(mean: float, std: float) -> str:

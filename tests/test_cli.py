@@ -1,0 +1,81 @@
+"""End-to-end runs of the `pebench` command on tiny budgets (real training, real records)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pebench.records import is_complete
+
+TINY = ["--set", "training.steps=30", "--set", "split.eval_examples=20", "--set", "training.warmup_steps=5", "--quiet"]
+
+
+def pebench(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "pebench.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+def test_run_writes_a_complete_record_and_prints_the_buckets(tmp_path):
+    out = pebench("run", "--encoding", "flow", "--task", "copy", "--seed", "3", "--results", str(tmp_path), *TINY)
+    assert out.returncode == 0, out.stderr
+    assert "17-32" in out.stdout and "exact_match" in out.stdout and "tok/s" in out.stdout
+    [path] = (tmp_path / "runs" / "copy" / "flow").glob("seed3-*.json")  # overridden config: hashed name
+    record = json.loads(path.read_text())
+    assert is_complete(record)
+    assert record["encoding"]["params"]["placement"] == "attention"
+    assert record["training"]["tokens_per_second"] > 0 and record["training"]["peak_memory_mb"] > 0
+    assert record["parameters"]["encoding"] > 0
+    assert [b["n"] for b in record["buckets"]] == [20, 20, 20, 20]
+    assert all(0 <= b["metrics"]["token_accuracy"] <= 1 for b in record["buckets"])
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_unknown_encoding_exits_nonzero_listing_the_known_ones(tmp_path):
+    out = pebench("run", "--encoding", "nosuch", "--task", "copy", "--results", str(tmp_path))
+    assert out.returncode == 2
+    assert "unknown encoding 'nosuch'" in out.stderr and "rope" in out.stderr and "flow" in out.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_impossible_split_exits_with_the_reason(tmp_path):
+    out = pebench("run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--set", "split.train=[1, 40]")
+    assert out.returncode == 2 and "must lie inside the first (in-distribution) bucket" in out.stderr
+
+
+def test_a_failed_run_is_recorded_as_failed(tmp_path):
+    # A learned table too short for the training lengths fails the run before training.
+    out = pebench("run", "--encoding", "learned", "--task", "copy", "--results", str(tmp_path), *TINY, "--set", "encoding.max_positions=8")
+    assert out.returncode == 1 and "PositionLimitError" in out.stderr
+    [path] = (tmp_path / "runs" / "copy" / "learned").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["status"] == "failed" and "at most 8 positions" in record["error"]["message"]
+
+
+def test_list_shows_encodings_with_references_and_tasks():
+    out = pebench("list")
+    assert out.returncode == 0
+    for name in ("sinusoidal", "learned", "relative", "rope", "flow", "flow_input", "nope", "copy", "reverse", "sort", "addition"):
+        assert name in out.stdout
+    assert "arXiv:2003.09229" in out.stdout
+
+
+@pytest.mark.slow
+def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
+    for encoding in ("nope", "rope"):
+        for seed in (0, 1):
+            out = pebench("run", "--encoding", encoding, "--task", "reverse", "--seed", str(seed), "--results", str(tmp_path), *TINY)
+            assert out.returncode == 0, out.stderr
+    out = pebench("report", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "reverse: exact_match per length bucket" in out.stdout
+    lines = [line for line in out.stdout.splitlines() if line.startswith(("nope@", "rope@"))]
+    assert len(lines) == 2 and all("±" in line for line in lines)
+    markdown = (tmp_path / "leaderboards" / "reverse.md").read_text()
+    assert "| encoding" in markdown and "train vs NoPE" in markdown
+    csv = (tmp_path / "leaderboards" / "reverse.csv").read_text().splitlines()
+    assert csv[0].startswith("encoding,seeds,ID mean") and len(csv) == 3
+
+
+def test_report_without_records_says_what_to_do(tmp_path):
+    out = pebench("report", str(tmp_path))
+    assert out.returncode == 2 and "pebench run --encoding" in out.stderr
