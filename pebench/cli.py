@@ -9,7 +9,9 @@ exits with status 1. Ctrl-C writes nothing: no partial record.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from tabulate import tabulate
 
 from . import __version__
 from .cards import apply_overrides, encoding_card, encoding_cards, task_card, task_cards
+from .data import DATA_ENV, DataNotFoundError
 from .protocol import resolve
 from .records import load_records, new_record, record_path, to_frame, write_record
 from .registry import UnknownNameError
@@ -37,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: ./results)")
     run_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                             help="override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05")
+    run_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
     run_parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     commands.add_parser("list", help="list encodings and tasks")
@@ -48,18 +52,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def command_run(args) -> int:
+    if args.data_dir:
+        os.environ[DATA_ENV] = str(args.data_dir)
+    started = time.perf_counter()
     try:
         task, encoding = task_card(args.task), encoding_card(args.encoding)
         apply_overrides(task, encoding, args.overrides)
-        protocol = resolve(task)
         device = resolve_device(args.device)
-    except (UnknownNameError, ValueError, RuntimeError) as error:
+        print(f"pebench run: task {task['name']}, encoding {encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
+        protocol = resolve(task)
+    except (UnknownNameError, ValueError, RuntimeError, DataNotFoundError) as error:
         return _fail(error)
     path = record_path(args.results, task["name"], encoding["name"], args.seed, args.overrides)
     record = new_record(task, encoding, args.seed, args.overrides)
-    print(f"pebench run: task {task['name']}, encoding {encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
+    data_seconds = round(time.perf_counter() - started, 2)
     try:
         record.update(run(protocol, encoding, args.seed, device, progress=not args.quiet))
+        record["stages"] = {"data_seconds": data_seconds, **record["stages"]}
         record["status"] = "ok"
     except Exception as error:  # recorded, so a sweep can go on; Ctrl-C is not caught
         record.update(status="failed", error={"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()})

@@ -56,6 +56,23 @@ class ModelConfig:
         return Geometry(self.d_model, self.n_heads, self.sites(), max_length)
 
 
+@dataclass
+class Memory:
+    """The encoder's output for cross-attention: states ``[b, s_s, d]``, positions ``[s_s]``,
+    allowed keys ``[b, 1, 1, s_s]`` (False at padding)."""
+
+    states: Tensor
+    pos: Tensor
+    allowed: Tensor
+
+    def select(self, index: Tensor) -> Memory:
+        """The rows ``index`` of the batch (beam search expands and reorders with it)."""
+        return Memory(self.states.index_select(0, index), self.pos, self.allowed.index_select(0, index))
+
+
+KVCache = dict  # Site -> {"k": [b, h, s, d_h], "v": [b, h, s, d_h], "pos": [s]}; see Transformer.decode
+
+
 class Attention(nn.Module):
     """Multi-head attention at one site, position handled by the encoding's hooks."""
 
@@ -66,13 +83,24 @@ class Attention(nn.Module):
         self.key_value = nn.Linear(config.d_model, 2 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, x: Tensor, memory: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, encoding: PositionalEncoding) -> Tensor:
+    def forward(self, x: Tensor, memory: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor,
+                encoding: PositionalEncoding, cache: KVCache | None = None) -> Tensor:
         """x: ``[b, s_q, d]`` queries, memory: ``[b, s_k, d]`` keys and values, allowed:
-        ``[b, 1, s_q, s_k]`` bool. Returns ``[b, s_q, d]``."""
+        bool broadcastable to ``[b, 1, s_q, k]``. With a cache, self-attention appends this call's
+        keys and values to it and attends over all of them; cross-attention computes the
+        encoder's keys and values once. Returns ``[b, s_q, d]``."""
         b, s_q, d = x.shape
-        q = self.query(x).view(b, s_q, self.n_heads, -1).transpose(1, 2)  # [b, h, s_q, d_h]
-        k, v = self.key_value(memory).view(b, memory.shape[1], 2, self.n_heads, -1).permute(2, 0, 3, 1, 4)  # 2 x [b, h, s_k, d_h]
-        q, k, v = encoding.project(q, k, v, q_pos, k_pos, self.site)
+        q = encoding.project_query(self.query(x).view(b, s_q, self.n_heads, -1).transpose(1, 2), q_pos, self.site)  # [b, h, s_q, d_h]
+        entry = cache.get(self.site) if cache is not None else None
+        if entry is not None and self.site.kind == "cross":
+            k, v, k_pos = entry["k"], entry["v"], entry["pos"]
+        else:
+            k, v = self.key_value(memory).view(b, memory.shape[1], 2, self.n_heads, -1).permute(2, 0, 3, 1, 4)  # 2 x [b, h, s_k, d_h]
+            k, v = encoding.project_key_value(k, v, k_pos, self.site)
+            if entry is not None:  # self-attention: append the new tokens
+                k, v, k_pos = torch.cat((entry["k"], k), 2), torch.cat((entry["v"], v), 2), torch.cat((entry["pos"], k_pos))
+            if cache is not None:
+                cache[self.site] = {"k": k, "v": v, "pos": k_pos}
         out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site)  # [b, h, s_q, d_h]
         return self.out(out.transpose(1, 2).reshape(b, s_q, d))
 
@@ -89,14 +117,14 @@ class Block(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(config.d_model, config.d_ff), nn.GELU(), nn.Linear(config.d_ff, config.d_model))
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: Tensor, pos: Tensor, allowed: Tensor, encoding: PositionalEncoding, memory: tuple | None = None) -> Tensor:
-        """x: ``[b, s, d]``; memory: (encoder output ``[b, s_s, d]``, its positions ``[s_s]``,
-        cross-attention mask ``[b, 1, 1, s_s]``) or None. Returns ``[b, s, d]``."""
+    def forward(self, x: Tensor, pos: Tensor, allowed: Tensor, encoding: PositionalEncoding,
+                memory: Memory | None = None, cache: KVCache | None = None) -> Tensor:
+        """x: ``[b, s, d]``, pos: ``[s]``, allowed: self-attention mask. Returns ``[b, s, d]``."""
         h = self.self_norm(x)
-        x = x + self.dropout(self.self_attention(h, h, pos, pos, allowed, encoding))
+        x = x + self.dropout(self.self_attention(h, h, pos, pos, allowed, encoding, cache))
         if self.cross_attention is not None:
-            source, source_pos, source_allowed = memory
-            x = x + self.dropout(self.cross_attention(self.cross_norm(x), source, pos, source_pos, source_allowed, encoding))
+            h = self.cross_norm(x)
+            x = x + self.dropout(self.cross_attention(h, memory.states, pos, memory.pos, memory.allowed, encoding, cache))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
 
@@ -121,7 +149,7 @@ class Transformer(nn.Module):
         self.decoder_norm = nn.LayerNorm(config.d_model)
 
     def forward(self, tokens: Tensor, source: Tensor | None = None) -> Tensor:
-        """Next-token logits.
+        """Next-token logits for whole sequences (training, teacher-forced evaluation).
 
         Args:
             tokens: decoder input ``[b, s_t]`` long, right-padded with 0.
@@ -133,20 +161,41 @@ class Transformer(nn.Module):
         """
         pos = self.encoding.positions(tokens.shape[1], tokens.device)
         source_pos = self.encoding.positions(source.shape[1], tokens.device) if source is not None else pos
-        self.encoding.prepare(int(max(pos.max(), source_pos.max())) + 1, tokens.device)
-        memory = None
-        if self.encoder is not None:
-            source_allowed = (source != PAD)[:, None, None, :]  # [b, 1, 1, s_s]
-            x = self.embed(source, source_pos, "encoder")
-            for block in self.encoder:
-                x = block(x, source_pos, source_allowed, self.encoding)
-            memory = (self.encoder_norm(x), source_pos, source_allowed)
-        causal = pos[None, :] <= pos[:, None]  # [s_t, s_t]
-        allowed = causal[None, None] & (tokens != PAD)[:, None, None, :]  # [b, 1, s_t, s_t]
+        self.encoding.prepare(int(max(pos.max(), source_pos.max())) + 1, tokens.device)  # once per pass
+        memory = self._encode(source, source_pos) if source is not None else None
+        allowed = (pos[None, :] <= pos[:, None])[None, None] & (tokens != PAD)[:, None, None, :]  # [b, 1, s_t, s_t]
+        return self._decode(tokens, pos, allowed, memory, None)
+
+    def encode(self, source: Tensor) -> Memory:
+        """The encoder's output for incremental decoding. source: ``[b, s_s]``."""
+        pos = self.encoding.positions(source.shape[1], source.device)
+        self.encoding.prepare(int(pos.max()) + 1, source.device)
+        return self._encode(source, pos)
+
+    def decode(self, tokens: Tensor, start: int, cache: KVCache, memory: Memory | None = None) -> Tensor:
+        """Incremental decoding: logits ``[b, s_new, V]`` for ``tokens`` ``[b, s_new]`` at positions
+        start..start+s_new-1, attending to the keys and values of earlier calls kept in ``cache``
+        (pass an empty dict first, then the same dict; reorder its tensors along the batch for
+        beam search). Every decoder token is real: no padding mask."""
+        pos = self.encoding.positions(start + tokens.shape[1], tokens.device)[start:]
+        self.encoding.prepare(int(pos.max()) + 1, tokens.device)
+        first = Site("decoder", 0, "self")
+        past = cache[first]["pos"] if first in cache else pos[:0]
+        allowed = (torch.cat((past, pos))[None, :] <= pos[:, None])[None, None]  # [1, 1, s_new, start + s_new]
+        return self._decode(tokens, pos, allowed, memory, cache)
+
+    def _encode(self, source: Tensor, pos: Tensor) -> Memory:
+        allowed = (source != PAD)[:, None, None, :]  # [b, 1, 1, s_s]
+        x = self.embed(source, pos, "encoder")
+        for block in self.encoder:
+            x = block(x, pos, allowed, self.encoding)
+        return Memory(self.encoder_norm(x), pos, allowed)
+
+    def _decode(self, tokens: Tensor, pos: Tensor, allowed: Tensor, memory: Memory | None, cache: KVCache | None) -> Tensor:
         x = self.embed(tokens, pos, "decoder")
         for block in self.decoder:
-            x = block(x, pos, allowed, self.encoding, memory)
-        return self.decoder_norm(x) @ self.embedding.weight.T  # [b, s_t, V]
+            x = block(x, pos, allowed, self.encoding, memory, cache)
+        return self.decoder_norm(x) @ self.embedding.weight.T  # [b, s, V]
 
     def embed(self, tokens: Tensor, pos: Tensor, stack: str) -> Tensor:
         """Scaled token embeddings with the encoding's input term: ``[b, s, d]``."""

@@ -12,11 +12,15 @@ import math
 import random
 from dataclasses import dataclass, fields
 
+from .batching import packed_length
+from .decoding import DecodingConfig
+from .metrics import TEXT_METRICS
 from .model import ModelConfig
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
-METRICS = ("exact_match", "token_accuracy")
+TEACHER_FORCED_METRICS = ("exact_match", "token_accuracy")
+METRICS = (*TEACHER_FORCED_METRICS, *TEXT_METRICS)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,9 @@ class TrainingConfig:
         weight_decay: AdamW decoupled weight decay.
         grad_clip: global gradient-norm clip.
         eval_batch_size: examples per evaluation forward pass.
+        label_smoothing: cross-entropy label smoothing (Szegedy et al. 2016).
+        length_grouped: draw 50 batches at a time, sort them by length and cut them into
+            batches of similar lengths (less padding), in shuffled order.
     """
 
     steps: int = 1000
@@ -40,6 +47,8 @@ class TrainingConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     eval_batch_size: int = 250
+    label_smoothing: float = 0.0
+    length_grouped: bool = False
 
 
 @dataclass
@@ -57,13 +66,35 @@ class Protocol:
     primary: str
     model: ModelConfig
     training: TrainingConfig
+    decoding: DecodingConfig
+
+    @property
+    def generates(self) -> bool:
+        """Whether evaluation decodes outputs (text metrics) rather than teacher-forcing."""
+        return any(name in TEXT_METRICS for name in self.metrics)
 
     def evaluation_sets(self) -> dict[LengthBucket, list[Example]]:
-        """The fixed evaluation examples of every bucket."""
-        return {
+        """The fixed evaluation examples of every bucket.
+
+        Raises:
+            ValueError: if a bucket has no example.
+        """
+        sets = {
             bucket: self.task.evaluation_examples(random.Random(f"{self.eval_seed}:{bucket.label}"), bucket, self.eval_examples)
             for bucket in self.buckets
         }
+        empty = [bucket.label for bucket, examples in sets.items() if not examples]
+        if empty:
+            raise ValueError(f"task '{self.name}': no evaluation example has a length in bucket(s) {', '.join(empty)}; change split.buckets")
+        return sets
+
+    def longest_sequence(self, example: Example) -> int:
+        """The longest sequence (tokens, either stack) the model reads for ``example``,
+        decoding's length cap included."""
+        length = packed_length(example, self.model.architecture)
+        if self.generates:
+            length = max(length, self.decoding.max_output_length(len(example.source) + 1) + 1)
+        return length
 
 
 def _bucket(bounds, what: str) -> LengthBucket:
@@ -109,8 +140,8 @@ def resolve(card: dict) -> Protocol:
     unknown = set(metrics["names"]) - set(METRICS)
     if unknown or metrics["primary"] not in metrics["names"]:
         raise ValueError(f"metrics must come from {METRICS} and include the primary; got {metrics}")
-    if split["eval_examples"] < 1:
-        raise ValueError(f"split.eval_examples must be at least 1; got {split['eval_examples']}")
+    if split["eval_examples"] < 0:
+        raise ValueError(f"split.eval_examples must be at least 1 (or 0: every example of a fixed evaluation set); got {split['eval_examples']}")
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
     return Protocol(
         name=card["name"],
@@ -124,4 +155,5 @@ def resolve(card: dict) -> Protocol:
         primary=metrics["primary"],
         model=_section(card, "model", ModelConfig),
         training=_section(card, "training", TrainingConfig),
+        decoding=_section(card, "decoding", DecodingConfig),
     )

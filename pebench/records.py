@@ -10,6 +10,7 @@ of one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import tempfile
@@ -39,8 +40,21 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
+def _json_safe(value):
+    """Cards may hold TOML's ``inf`` (an open-ended bucket); JSON has no infinity, so it is
+    stored as the string "inf"."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    return value
+
+
 def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str]) -> dict:
     """The header of a run record; the run fills in the rest."""
+    task_card, encoding_card = _json_safe(task_card), _json_safe(encoding_card)
     return {
         "schema": SCHEMA_VERSION,
         "pebench_version": __version__,

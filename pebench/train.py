@@ -6,8 +6,12 @@ this equals the exact match of greedy decoding, since greedy decoding reproduces
 every step's argmax given the gold prefix is the gold token. *Token accuracy* is the fraction of
 target tokens (EOS included) predicted correctly, pooled over the bucket.
 
+Tasks scored on text (BLEU, chrF) are instead decoded (:mod:`pebench.decoding`) and the
+detokenized outputs scored with sacrebleu per bucket and over the whole evaluation set.
+
 Throughput is non-padding input tokens per second: training over the steps after the first
-``TIMING_WARMUP_STEPS``, evaluation over the forward passes after one warm-up pass.
+``TIMING_WARMUP_STEPS`` (or half the steps of a shorter run), evaluation over the forward passes after one warm-up pass (for
+decoded tasks: source plus generated tokens per second of decoding).
 """
 
 from __future__ import annotations
@@ -17,20 +21,24 @@ import platform
 import random
 import resource
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from .batching import IGNORE, FIRST_SYMBOL, Batch, pack, packed_length
+from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
+from .decoding import generate
 from .encodings.base import PositionalEncoding, PositionLimitError
-from .model import Transformer
+from .metrics import text_scores
+from .model import PAD, Transformer
 from .protocol import Protocol
 from .registry import ENCODINGS, plugin
 from .tasks.base import Example, LengthBucket
 
 TIMING_WARMUP_STEPS = 10
+GROUPED_BATCHES = 50
 
 
 def resolve_device(device: str) -> torch.device:
@@ -60,33 +68,49 @@ def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
     return 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def _loss(model: Transformer, batch: Batch) -> torch.Tensor:
+def _loss(model: Transformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
     logits = model(batch.tokens, batch.source)
-    return nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE)
+    return nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE, label_smoothing=label_smoothing)
+
+
+def training_batches(protocol: Protocol, rng: random.Random) -> Iterator[list[Example]]:
+    """Endless batches of training examples; with ``length_grouped``, batches of similar
+    lengths cut from sorted pools of ``GROUPED_BATCHES`` batches, in shuffled order."""
+    size = protocol.training.batch_size
+    examples = protocol.task.training_examples(rng, protocol.train_lengths)
+    while True:
+        if not protocol.training.length_grouped:
+            yield [next(examples) for _ in range(size)]
+            continue
+        pool = sorted((next(examples) for _ in range(GROUPED_BATCHES * size)), key=lambda e: (e.length, len(e.target)))
+        batches = [pool[i : i + size] for i in range(0, len(pool), size)]
+        rng.shuffle(batches)
+        yield from batches
 
 
 def train(model: Transformer, protocol: Protocol, seed: int, device: torch.device, progress: bool = True) -> dict:
     """Train ``model`` on the protocol's training lengths. Returns the record's ``training`` part."""
     config = protocol.training
-    examples = protocol.task.training_examples(random.Random(seed), protocol.train_lengths)
+    batches = training_batches(protocol, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps))
     model.train()
     losses, timed_tokens, timed_seconds = [], 0, 0.0
+    warmup = min(TIMING_WARMUP_STEPS, config.steps // 2)
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=not progress, leave=False)
     for step in bar:
-        batch = pack([next(examples) for _ in range(config.batch_size)], protocol.model.architecture).to(device)
+        batch = pack(next(batches), protocol.model.architecture).to(device)
         _sync(device)
         tick = time.perf_counter()
-        loss = _loss(model, batch)
+        loss = _loss(model, batch, config.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
         _sync(device)
-        if step >= TIMING_WARMUP_STEPS:
+        if step >= warmup:
             timed_tokens += batch.num_tokens
             timed_seconds += time.perf_counter() - tick
         losses.append(loss.item())
@@ -132,9 +156,48 @@ def evaluate_bucket(model: Transformer, protocol: Protocol, examples: list[Examp
     return {"metrics": {name: round(metrics[name], 5) for name in protocol.metrics}, "eval_tokens_per_second": round(tokens / seconds, 1)}
 
 
+@torch.no_grad()
+def decode_bucket(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> tuple[list[str], float, int]:
+    """Detokenized outputs for ``examples`` (in their order), decoding seconds, and tokens read
+    and generated. Examples are decoded in batches of similar source length."""
+    model.eval()
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].source))
+    outputs: list[list[int]] = [[] for _ in examples]
+    seconds, tokens = 0.0, 0
+    size = protocol.training.eval_batch_size
+    for start in range(0, len(order), size):
+        chunk = order[start : start + size]
+        source = pack([examples[i] for i in chunk], protocol.model.architecture).source.to(device)
+        _sync(device)
+        tick = time.perf_counter()
+        generated = generate(model, source, protocol.decoding)
+        _sync(device)
+        seconds += time.perf_counter() - tick
+        tokens += int((source != PAD).sum()) + sum(len(g) + 1 for g in generated)
+        for i, ids in zip(chunk, generated):
+            outputs[i] = [token - FIRST_SYMBOL for token in ids if token >= FIRST_SYMBOL]
+    return [protocol.task.detokenize(ids) for ids in outputs], seconds, tokens
+
+
+def evaluate_text(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
+    """Decode every bucket; score each bucket and the whole evaluation set with sacrebleu.
+    Returns the bucket entries and the ``corpus`` entry (n, metrics, signatures)."""
+    entries, hypotheses, references = [], [], []
+    for index, (bucket, examples) in enumerate(sets.items()):
+        outputs, seconds, tokens = decode_bucket(model, protocol, examples, device)
+        scores, _ = text_scores(outputs, [e.reference for e in examples], protocol.metrics)
+        entries.append({"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples),
+                        "metrics": scores, "eval_tokens_per_second": round(tokens / seconds, 1),
+                        "samples": [{"reference": e.reference, "output": o} for e, o in list(zip(examples, outputs))[:3]]})
+        hypotheses += outputs
+        references += [e.reference for e in examples]
+    scores, signatures = text_scores(hypotheses, references, protocol.metrics)
+    return entries, {"n": len(hypotheses), "metrics": scores, "signatures": signatures}
+
+
 def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> list[dict]:
-    """One entry per bucket. A bucket the encoding cannot represent (a learned table too short)
-    is reported with its error and no metrics, not as a failed run."""
+    """One teacher-forced entry per bucket. A bucket the encoding cannot represent (a learned
+    table too short) is reported with its error and no metrics, not as a failed run."""
     results = []
     for index, (bucket, examples) in enumerate(sets.items()):
         entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
@@ -148,20 +211,26 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
 
 def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device, progress: bool = True) -> dict:
     """Train and evaluate one (task, encoding, seed). Returns the record's measured parts:
-    ``environment``, ``parameters``, ``training``, ``buckets``.
+    ``environment``, ``parameters``, ``model``, ``training``, ``buckets``, ``stages`` (wall
+    seconds of training and evaluation) and, for text-scored tasks, ``corpus``.
 
     Raises:
         PositionLimitError: if the encoding cannot represent the training lengths.
     """
     torch.manual_seed(seed)
     sets = protocol.evaluation_sets()
-    architecture = protocol.model.architecture
-    max_length = max(packed_length(e, architecture) for examples in sets.values() for e in examples)
+    max_length = max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)
     model = build_model(protocol, encoding_card, max_length).to(device)
-    model.encoding.check_length(max(packed_length(e, architecture) for e in next(iter(sets.values()))))
+    model.encoding.check_length(max(protocol.longest_sequence(e) for e in next(iter(sets.values()))))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     training = train(model, protocol, seed, device, progress)
+    tick = time.perf_counter()
+    measured = {}
+    if protocol.generates:
+        measured["buckets"], measured["corpus"] = evaluate_text(model, protocol, sets, device)
+    else:
+        measured["buckets"] = evaluate(model, protocol, sets, device)
     return {
         "environment": {
             "torch": torch.__version__,
@@ -171,7 +240,9 @@ def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device
             "platform": platform.platform(),
         },
         "parameters": model.parameter_counts(),
-        "training": training,
         "model": asdict(protocol.model),
-        "buckets": evaluate(model, protocol, sets, device),
+        "training": training,
+        "stages": {"train_seconds": training["wall_seconds"], "eval_seconds": round(time.perf_counter() - tick, 2)},
+        "data": protocol.task.data,
+        **measured,
     }

@@ -18,7 +18,7 @@ def card(**split):
         ({"buckets": [[1, 16], [10, 32]]}, "ascending and disjoint: 1-16 then 10-32"),
         ({"train": [5, 2]}, r"split.train \[5, 2\] is empty"),
         ({"buckets": []}, "give at least the in-distribution bucket"),
-        ({"eval_examples": 0}, "at least 1"),
+        ({"eval_examples": -1}, "at least 1"),
     ],
 )
 def test_impossible_splits_say_why(split, message):
@@ -44,3 +44,8 @@ def test_unknown_names_list_the_known_ones():
         encoding_card("nosuch")
     with pytest.raises(UnknownNameError, match="unknown task 'nosuch'; known tasks: addition, copy, reverse, sort"):
         task_card("nosuch")
+
+
+def test_an_empty_bucket_is_refused():
+    with pytest.raises(ValueError, match="no evaluation example has a length in bucket"):
+        resolve(card(eval_examples=0)).evaluation_sets()

@@ -6,8 +6,10 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
 
 1. :meth:`~PositionalEncoding.positions`: the position index of each token (default 0..L-1).
 2. :meth:`~PositionalEncoding.embed`: added to the token embeddings of a stack.
-3. :meth:`~PositionalEncoding.project`: transforms q, k, v in one attention site (rotations,
-   per-position biases).
+3. :meth:`~PositionalEncoding.project_query` and :meth:`~PositionalEncoding.project_key_value`:
+   transform q, and k and v, in one attention site (rotations, per-position biases). They are
+   separate so that keys and values can be cached during incremental decoding: each token's k
+   and v are projected once, at its own position.
 4. :meth:`~PositionalEncoding.bias`: an additive attention-logit bias.
 5. :meth:`~PositionalEncoding.attend`: the attention itself, for encodings that need the
    weights (Shaw et al.'s value term).
@@ -133,10 +135,14 @@ class PositionalEncoding(nn.Module):
         """Token embeddings with position added. x: ``[b, s, d]``, pos: ``[s]``. Returns ``[b, s, d]``."""
         return x
 
-    def project(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site):
-        """Position-dependent q, k, v. q: ``[b, h, s_q, d_h]``, k, v: ``[b, h, s_k, d_h]``,
-        q_pos ``[s_q]``, k_pos ``[s_k]``. Returns (q, k, v) of the same shapes."""
-        return q, k, v
+    def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
+        """Position-dependent queries. q: ``[b, h, s_q, d_h]``, pos: ``[s_q]``. Returns the same shape."""
+        return q
+
+    def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
+        """Position-dependent keys and values. k, v: ``[b, h, s_k, d_h]``, pos: ``[s_k]``.
+        Returns (k, v) of the same shapes."""
+        return k, v
 
     def bias(self, q_pos: Tensor, k_pos: Tensor, site: Site) -> Tensor | None:
         """Additive attention-logit bias broadcastable to ``[b, h, s_q, s_k]``, or None."""

@@ -35,6 +35,22 @@ PLACEMENTS = ("attention", "input")
 FIXED_GRID_SOLVERS = ("euler", "midpoint", "heun3", "rk4", "explicit_adams", "implicit_adams")
 
 
+class TimeLinear(nn.Module):
+    """A linear layer on [x; t]: W [x; t] + c = W_x x + (c + t w_t), the time column folded into
+    the bias so that the solver's thousands of calls build no concatenation. Initialised as the
+    authors' ``Linear_t``: Xavier-normal over the whole [out, in + 1] matrix, zero bias."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        weight = nn.init.xavier_normal_(torch.empty(out_features, in_features + 1))
+        self.weight = nn.Parameter(weight[:, :-1].clone())  # W_x: [out, in]
+        self.time_weight = nn.Parameter(weight[:, -1].clone())  # w_t: [out]
+        self.bias = nn.Parameter(torch.zeros(out_features))
+
+    def forward(self, t: Tensor, x: Tensor) -> Tensor:
+        return nn.functional.linear(x, self.weight, self.bias + t.to(x.dtype) * self.time_weight)
+
+
 class FlowDynamics(nn.Module):
     """h(t, p) = W_2 [relu(W_1 [p; t] + c_1); t] + c_2, applied to each channel of p.
 
@@ -45,17 +61,12 @@ class FlowDynamics(nn.Module):
 
     def __init__(self, dim: int, hidden: int):
         super().__init__()
-        self.inner = nn.Linear(dim + 1, hidden)
-        self.outer = nn.Linear(hidden + 1, dim)
-        for layer in (self.inner, self.outer):  # as the authors' Linear_t
-            nn.init.xavier_normal_(layer.weight)
-            nn.init.zeros_(layer.bias)
+        self.inner = TimeLinear(dim, hidden)
+        self.outer = TimeLinear(hidden, dim)
 
     def forward(self, t: Tensor, p: Tensor) -> Tensor:
         """dp/dt at time t (scalar tensor) for p: ``[C, d]``. Returns ``[C, d]``."""
-        time = t.to(p.dtype).expand(p.shape[0], 1)
-        hidden = torch.relu(self.inner(torch.cat((p, time), dim=-1)))
-        return self.outer(torch.cat((hidden, time), dim=-1))
+        return self.outer(t, torch.relu(self.inner(t, p)))
 
 
 class Flow(PositionalEncoding):
@@ -141,15 +152,18 @@ class Flow(PositionalEncoding):
             return x
         return x + self.solution(pos)[:, self.channel[stack]].to(x.dtype)  # [b, s, d]
 
-    def project(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site):
+    def _heads(self, bias: Tensor, like: Tensor) -> Tensor:
+        """[s, d] -> [1, h, s, d_h] in the dtype of ``like``."""
+        return bias.view(bias.shape[0], self.geometry.n_heads, -1).transpose(0, 1)[None].to(like.dtype)
+
+    def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
         if self.placement != "attention":
-            return q, k, v
+            return q
+        return q + self._heads(self.solution(pos)[:, self.channel[site]], q)  # q_i + b_q(t_i)
+
+    def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
+        if self.placement != "attention":
+            return k, v
         c = self.channel[site]
-        b, h, _, d_h = q.shape
-        q_bias = self.solution(q_pos)[:, c]  # [s_q, d]
-        kv_bias = self.solution(k_pos)[:, c + 1 : c + 3]  # [s_k, 2, d]
-
-        def heads(bias: Tensor) -> Tensor:  # [s, d] -> [1, h, s, d_h]
-            return bias.view(-1, h, d_h).transpose(0, 1)[None].to(q.dtype)
-
-        return q + heads(q_bias), k + heads(kv_bias[:, 0]), v + heads(kv_bias[:, 1])
+        biases = self.solution(pos)  # [s_k, C, d]
+        return k + self._heads(biases[:, c + 1], k), v + self._heads(biases[:, c + 2], v)

@@ -45,7 +45,8 @@ class RoPE(PositionalEncoding):
         require_even(geometry.d_head, "the head width", "RoPE")
         self.register_buffer("inv_freq", inverse_frequencies(geometry.d_head, base), persistent=False)
 
-    def project(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site):
-        if site.kind == "cross":
-            return q, k, v
-        return rotate(q, q_pos, self.inv_freq), rotate(k, k_pos, self.inv_freq), v
+    def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
+        return q if site.kind == "cross" else rotate(q, pos, self.inv_freq)
+
+    def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
+        return (k, v) if site.kind == "cross" else (rotate(k, pos, self.inv_freq), v)

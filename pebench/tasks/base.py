@@ -19,11 +19,13 @@ from typing import ClassVar
 
 @dataclass(frozen=True)
 class Example:
-    """One input/output pair, as symbol ids, with its length in the task's unit."""
+    """One input/output pair, as symbol ids, with its length in the task's unit, and for
+    tasks scored on text (BLEU, chrF) the raw reference translation."""
 
     source: tuple[int, ...]
     target: tuple[int, ...]
     length: int
+    reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,12 @@ class Task(ABC):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """``n`` evaluation examples with lengths in ``bucket``, drawn from ``rng`` only."""
 
+    data: dict = {}  # provenance of real data (origin, pair counts), stored in the run record
+
     def render(self, symbol_ids) -> str:
         """Readable text of a symbol-id sequence."""
         return " ".join(self.symbols[i] for i in symbol_ids)
+
+    def detokenize(self, symbol_ids) -> str:
+        """The text that text metrics (BLEU, chrF) score; tasks scored on text override it."""
+        raise NotImplementedError(f"task {type(self).__name__} is not scored on text")

@@ -26,9 +26,8 @@ class Linear(nn.Module):
 def test_zero_dynamics_keep_the_initial_value():
     # FLOATER with h = 0: dp/dt = 0, so p(t_i) = p(0) at every position (paper sec. 3.2).
     encoding = flow()
-    for layer in (encoding.dynamics.inner, encoding.dynamics.outer):
-        nn.init.zeros_(layer.weight)
-        nn.init.zeros_(layer.bias)
+    for parameter in encoding.dynamics.parameters():
+        nn.init.zeros_(parameter)
     encoding.prepare(40, torch.device("cpu"))
     solution = encoding.solution(torch.arange(40))  # [40, C, d]
     torch.testing.assert_close(solution, encoding.initial.detach().expand(40, -1, -1), rtol=0, atol=0)

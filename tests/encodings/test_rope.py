@@ -36,7 +36,7 @@ def test_scores_depend_only_on_offset():
     q, k = torch.randn(1, 2, 1, 16), torch.randn(1, 2, 1, 16)
     scores = []
     for m, n in [(3, 1), (10, 8), (40, 38)]:
-        rq, rk, _ = rope.project(q, k, k, torch.tensor([m]), torch.tensor([n]), SELF)
+        rq, (rk, _) = rope.project_query(q, torch.tensor([m]), SELF), rope.project_key_value(k, k, torch.tensor([n]), SELF)
         scores.append((rq * rk).sum(-1))
     torch.testing.assert_close(scores[0], scores[1], atol=1e-5, rtol=0)
     torch.testing.assert_close(scores[0], scores[2], atol=1e-5, rtol=0)
@@ -45,15 +45,16 @@ def test_scores_depend_only_on_offset():
 def test_rotation_preserves_norms():
     rope = RoPE(ModelConfig(d_model=32, n_heads=2).geometry(64))
     q = torch.randn(2, 2, 50, 16)
-    rq, _, _ = rope.project(q, q, q, torch.arange(50), torch.arange(50), SELF)
+    rq = rope.project_query(q, torch.arange(50), SELF)
     torch.testing.assert_close(rq.norm(dim=-1), q.norm(dim=-1))
 
 
 def test_cross_attention_is_left_alone():
     rope = RoPE(ModelConfig(d_model=32, n_heads=2, architecture="encoder_decoder").geometry(64))
     q = torch.randn(1, 2, 4, 16)
-    out = rope.project(q, q, q, torch.arange(4), torch.arange(4), Site("decoder", 0, "cross"))
-    assert all(t is q for t in out)
+    cross = Site("decoder", 0, "cross")
+    assert rope.project_query(q, torch.arange(4), cross) is q
+    assert all(t is q for t in rope.project_key_value(q, q, torch.arange(4), cross))
 
 
 def test_odd_head_width_is_refused():

@@ -1,0 +1,123 @@
+"""wmt_long on the real files of ../shared/data: data, BPE, buckets, BLEU, a tiny run."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pebench.cards import task_card
+from pebench.data import DataNotFoundError, load_wmt14
+from pebench.metrics import text_scores
+from pebench.protocol import resolve
+from pebench.tasks.base import Example, LengthBucket
+
+DATA = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+needs_data = pytest.mark.skipif(not (DATA / "wmt_newstest_en_de").is_dir(), reason=f"no shared data at {DATA}")
+
+
+def test_perfect_hypothesis_scores_100_on_detokenized_text():
+    references = ["Das ist ein Test, oder?", "Wir sehen uns morgen um 10 Uhr."]
+    scores, signatures = text_scores(references, references, ["bleu", "chrf"])
+    assert scores == {"bleu": 100.0, "chrf": 100.0}
+    assert signatures["bleu"].startswith("nrefs:1|") and "tok:13a" in signatures["bleu"]
+    # One reference stream: a hypothesis tokenized differently from the raw reference loses.
+    tokenized, _ = text_scores(["Das ist ein Test , oder ?", "Wir sehen uns morgen um 10 Uhr ."], references, ["bleu"])
+    assert tokenized["bleu"] == 100.0  # 13a re-tokenizes punctuation identically...
+    spaced, _ = text_scores(["D a s ist ein Test, oder?", "Wir sehen uns morgen um 10 Uhr."], references, ["bleu"])
+    assert spaced["bleu"] < 100.0  # ...but scoring is on text, not on our subwords
+
+
+def test_bucket_edges():
+    # wmt_long's buckets: [1, 32], [33, 64], [65, 96], [97, inf).
+    card = task_card("wmt_long")
+    buckets = [LengthBucket(lo, None if hi == float("inf") else hi) for lo, hi in card["split"]["buckets"]]
+    def owner(length):
+        return [b.label for b in buckets if length in b]
+    assert owner(1) == ["1-32"] and owner(32) == ["1-32"] and owner(33) == ["33-64"]
+    assert owner(64) == ["33-64"] and owner(65) == ["65-96"] and owner(96) == ["65-96"] and owner(97) == ["97+"] and owner(500) == ["97+"]
+    assert owner(0) == []
+
+
+def test_missing_data_says_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.setenv("PEBENCH_DATA", str(tmp_path))
+    with pytest.raises(DataNotFoundError, match=rf"PEBENCH_DATA={tmp_path} lacks .* WMT files"):
+        load_wmt14()
+
+
+def test_no_local_folder_and_no_hub_says_how_to_point_at_data(monkeypatch):
+    monkeypatch.delenv("PEBENCH_DATA", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    import datasets
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("hub unreachable")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(DataNotFoundError, match=r"--data-dir PATH.*export PEBENCH_DATA=PATH"):
+        load_wmt14()
+
+
+def test_hub_path_reads_wmt14_splits(monkeypatch):
+    import datasets
+
+    def fake_hub(name, config, split):
+        assert (name, config) == ("wmt14", "de-en")
+        rows = {"translation": [{"en": "Hello world.", "de": "Hallo Welt."}]}
+        return [datasets.Dataset.from_dict(rows) for _ in split]
+
+    monkeypatch.delenv("PEBENCH_DATA", raising=False)
+    monkeypatch.setattr(datasets, "load_dataset", fake_hub)
+    corpus = load_wmt14("en", "de")
+    assert corpus.origin == "hub:wmt14/de-en" and corpus.test == [("Hello world.", "Hallo Welt.")]
+
+
+@needs_data
+def test_local_data_counts(monkeypatch):
+    monkeypatch.setenv("PEBENCH_DATA", str(DATA))
+    corpus = load_wmt14()
+    assert corpus.counts() == {"train_news": 28158, "train_tatoeba": 169813, "dev": 3000, "test": 3003}
+    assert corpus.test[0] == ("Gutach: Increased safety for pedestrians", "Gutach: Noch mehr Sicherheit für Fußgänger")
+
+
+@needs_data
+def test_examples_land_in_the_bucket_of_their_source_subword_length(monkeypatch, tmp_path):
+    monkeypatch.setenv("PEBENCH_DATA", str(DATA))
+    monkeypatch.setenv("PEBENCH_CACHE", str(tmp_path))
+    card = task_card("wmt_long")
+    card["params"]["vocab_size"] = 2000
+    protocol = resolve(card)
+    sets = protocol.evaluation_sets()
+    assert sum(len(v) for v in sets.values()) == 3003  # every newstest2014 sentence, each in one bucket
+    tokenizer = protocol.task.tokenizer
+    sources = {reference: source for source, reference in load_wmt14().test}
+    for bucket, examples in sets.items():
+        for example in examples[:40]:
+            assert example.length == len(tokenizer.encode(sources[example.reference]).ids)
+            assert example.length in bucket
+    examples = sets[protocol.buckets[0]][:20]
+    assert sum(protocol.task.detokenize(e.target) == e.reference for e in examples) >= 18  # BPE gives back the raw text
+
+
+@needs_data
+def test_wmt_long_end_to_end_tiny(tmp_path):
+    env = {**os.environ, "PEBENCH_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, "-m", "pebench.cli", "run", "--encoding", "flow", "--task", "wmt_long", "--data-dir", str(DATA),
+         "--results", str(tmp_path), "--quiet", "--set", "training.steps=4", "--set", "split.eval_examples=4",
+         "--set", "params.vocab_size=500", "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_layers=1"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "bleu" in out.stdout and "97+" in out.stdout
+    [path] = (tmp_path / "runs" / "wmt_long" / "flow").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["data"]["pairs"] == {"train_news": 28158, "train_tatoeba": 169813, "dev": 3000, "test": 3003}
+    assert record["data"]["origin"].startswith("local:")
+    assert [b["n"] for b in record["buckets"]] == [4, 4, 4, 4] and record["corpus"]["n"] == 16
+    assert record["corpus"]["signatures"]["bleu"].startswith("nrefs:1|")
+    assert set(record["stages"]) == {"data_seconds", "train_seconds", "eval_seconds"}
+    assert record["task"]["split"]["buckets"][-1] == [97, "inf"]
