@@ -63,6 +63,8 @@ def command_run(args) -> int:
         protocol = resolve(task)
     except (UnknownNameError, ValueError, RuntimeError, DataNotFoundError) as error:
         return _fail(error)
+    if protocol.task.data:
+        print(f"data: {', '.join(f'{k} {v}' for k, v in protocol.task.data.items())}", file=sys.stderr)
     path = record_path(args.results, task["name"], encoding["name"], args.seed, args.overrides)
     record = new_record(task, encoding, args.seed, args.overrides)
     data_seconds = round(time.perf_counter() - started, 2)
@@ -91,6 +93,10 @@ def _print_run(record: dict, path: Path) -> None:
     training, parameters = record["training"], record["parameters"]
     print(f"\ntraining: {training['steps']} steps in {training['wall_seconds']:.0f} s, {training['tokens_per_second']:,.0f} tok/s, "
           f"final loss {training['final_loss']:.4f}, peak memory {training['peak_memory_mb']:.0f} MB ({training['memory_kind']})")
+    if "corpus" in record:
+        corpus = record["corpus"]
+        scores = ", ".join(f"{name} {value:.2f}" for name, value in corpus["metrics"].items())
+        print(f"whole evaluation set ({corpus['n']} examples): {scores}; " + "; ".join(f"{k}: {v}" for k, v in corpus["signatures"].items()))
     print(f"parameters: {parameters['total']:,} total, {parameters['encoding']:,} in the encoding")
     print(f"record: {path}")
 

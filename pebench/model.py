@@ -52,8 +52,8 @@ class ModelConfig:
         decoder = [Site("decoder", i, kind) for i in range(self.n_layers) for kind in ("self", "cross")]
         return tuple(encoder + decoder)
 
-    def geometry(self, max_length: int) -> Geometry:
-        return Geometry(self.d_model, self.n_heads, self.sites(), max_length)
+    def geometry(self, max_length: int, train_length: int | None = None) -> Geometry:
+        return Geometry(self.d_model, self.n_heads, self.sites(), max_length, train_length)
 
 
 @dataclass

@@ -97,7 +97,8 @@ class Protocol:
         return length
 
 
-def _bucket(bounds, what: str) -> LengthBucket:
+def length_bucket(bounds, what: str) -> LengthBucket:
+    """A card's ``[lo, hi]`` (hi may be TOML's ``inf``) as a bucket; ``what`` names it in errors."""
     if not isinstance(bounds, list) or len(bounds) != 2:
         raise ValueError(f"{what} must be [lo, hi] (hi may be inf); got {bounds!r}")
     lo, hi = bounds
@@ -123,8 +124,8 @@ def resolve(card: dict) -> Protocol:
         UnknownNameError: for a task family that no plugin provides.
     """
     split = card["split"]
-    train = _bucket(split["train"], "split.train")
-    buckets = [_bucket(b, f"split.buckets[{i}]") for i, b in enumerate(split["buckets"])]
+    train = length_bucket(split["train"], "split.train")
+    buckets = [length_bucket(b, f"split.buckets[{i}]") for i, b in enumerate(split["buckets"])]
     if not buckets:
         raise ValueError("split.buckets is empty: give at least the in-distribution bucket")
     first = buckets[0]

@@ -102,8 +102,8 @@ def load_records(results: Path) -> list[dict]:
 
 def to_frame(records: list[dict]) -> pd.DataFrame:
     """One row per (successful run, bucket): task, encoding (with ``@<hash>`` for overridden
-    configurations), seed, bucket, lo, hi, in_distribution, n, each metric, ``primary`` (the value
-    of the task's primary metric), throughputs and the encoding's parameter count."""
+    configurations), seed, bucket, lo, hi, in_distribution, n, the name of the task's primary
+    metric, each metric's value, throughputs and the encoding's parameter count."""
     rows = []
     for record in records:
         if not is_complete(record):
@@ -122,8 +122,7 @@ def to_frame(records: list[dict]) -> pd.DataFrame:
                 "in_distribution": bucket["in_distribution"],
                 "n": bucket["n"],
                 "primary_metric": primary,
-                "primary": metrics.get(primary, float("nan")),
-                **metrics,
+                **{name: metrics.get(name, float("nan")) for name in record["task"]["metrics"]["names"]},
                 "train_tokens_per_second": record["training"]["tokens_per_second"],
                 "eval_tokens_per_second": bucket["eval_tokens_per_second"],
                 "encoding_parameters": record["parameters"]["encoding"],

@@ -1,8 +1,9 @@
 """Leaderboards from run records: one per task, printed and written as Markdown and CSV.
 
-For every encoding (configuration) of a task, over its seeds:
-- *ID score*: the primary metric on the in-distribution bucket;
-- each OOD bucket's primary metric, and the *OOD score*: their mean, buckets weighted equally;
+For every encoding (configuration) of a task, over its seeds, for the primary metric (and in
+smaller tables, for each other metric the task reports):
+- *ID score*: the metric on the in-distribution bucket;
+- each OOD bucket's value, and the *OOD score*: their mean, buckets weighted equally;
 - *extrapolation ratio*: mean OOD score / mean ID score;
 - training and evaluation tokens/s (median over seeds) and the training throughput relative to
   NoPE's on the same task and configuration (> 1 is faster);
@@ -17,11 +18,15 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
+from .protocol import METRICS
 
-def _per_run(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per (encoding, seed): ID, OOD score and every bucket's primary metric."""
+THROUGHPUT_COLUMNS = ["train tok/s", "eval tok/s", "train vs NoPE", "PE params"]
+
+
+def _per_run(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per (encoding, seed): ID, OOD score and every bucket's value of ``metric``."""
     keys = ["encoding", "seed"]
-    wide = frame.pivot_table(index=keys, columns="bucket", values="primary", aggfunc="first", dropna=False)
+    wide = frame.pivot_table(index=keys, columns="bucket", values=metric, aggfunc="first", dropna=False)
     ood_labels = list(dict.fromkeys(frame.loc[~frame.in_distribution, "bucket"]))
     id_label = frame.loc[frame.in_distribution, "bucket"].iloc[0]
     runs = pd.DataFrame({"ID": wide[id_label]})
@@ -34,9 +39,10 @@ def _per_run(frame: pd.DataFrame) -> pd.DataFrame:
     return runs.join(speed).reset_index()
 
 
-def leaderboard(frame: pd.DataFrame) -> pd.DataFrame:
-    """The numeric leaderboard of one task's rows of :func:`pebench.records.to_frame`."""
-    runs = _per_run(frame)
+def leaderboard(frame: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    """The numeric leaderboard of one task's rows of :func:`pebench.records.to_frame`, for
+    ``metric`` (default: the task's primary metric)."""
+    runs = _per_run(frame, metric or frame["primary_metric"].iloc[0])
     scores = [c for c in runs.columns if c not in ("encoding", "seed", "train_tokens_per_second", "eval_tokens_per_second", "encoding_parameters")]
     grouped = runs.groupby("encoding")
     board = pd.DataFrame({"seeds": grouped.size()})
@@ -80,21 +86,36 @@ def display(board: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def render(task: str, frame: pd.DataFrame, table_format: str) -> str:
-    """A titled leaderboard of one task in a tabulate format ("github", "simple", ...)."""
+def metrics_of(frame: pd.DataFrame) -> list[str]:
+    """The task's primary metric, then its other metrics present in the records."""
     primary = frame["primary_metric"].iloc[0]
-    title = f"{task}: {primary} per length bucket (ID = {frame.loc[frame.in_distribution, 'bucket'].iloc[0]}), mean ± std over seeds"
-    table = tabulate(display(leaderboard(frame)), headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
-    return f"{title}\n\n{table}\n"
+    return [primary] + [m for m in METRICS if m != primary and m in frame.columns and frame[m].notna().any()]
+
+
+def render(task: str, frame: pd.DataFrame, table_format: str) -> str:
+    """A task's titled leaderboards in a tabulate format ("github", "simple", ...): the primary
+    metric with throughput, then each other metric's scores."""
+    id_label = frame.loc[frame.in_distribution, "bucket"].iloc[0]
+    sizes = ", ".join(f"{bucket} n={n}" for bucket, n in frame.groupby("bucket", sort=False)["n"].first().items())
+    parts = []
+    for index, metric in enumerate(metrics_of(frame)):
+        shown = display(leaderboard(frame, metric))
+        if index:
+            shown = shown.drop(columns=THROUGHPUT_COLUMNS)
+        table = tabulate(shown, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+        parts.append(f"{task}: {metric} per length bucket (ID = {id_label}; {sizes}), mean ± std over seeds\n\n{table}\n")
+    return "\n".join(parts)
 
 
 def write_reports(frame: pd.DataFrame, out: Path) -> dict[str, str]:
-    """Write ``<out>/<task>.md`` and ``<out>/<task>.csv`` for every task; return the terminal
-    rendering of each leaderboard."""
+    """Write ``<out>/<task>.md`` and ``<out>/<task>.csv`` (every metric, a ``metric`` column)
+    for every task; return the terminal rendering of each task's leaderboards."""
     out.mkdir(parents=True, exist_ok=True)
     printed = {}
     for task, rows in frame.groupby("task", sort=True):
         (out / f"{task}.md").write_text(f"## {render(task, rows, 'github')}")
-        leaderboard(rows).to_csv(out / f"{task}.csv", index=False, float_format="%.6g")
+        boards = [leaderboard(rows, metric).assign(metric=metric) for metric in metrics_of(rows)]
+        table = pd.concat(boards, ignore_index=True)
+        table[["metric", *table.columns[:-1]]].to_csv(out / f"{task}.csv", index=False, float_format="%.6g")
         printed[task] = render(task, rows, "simple")
     return printed

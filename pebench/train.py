@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
+from .batching import FIRST_SYMBOL, IGNORE, Batch, pack, packed_length
 from .decoding import generate
 from .encodings.base import PositionalEncoding, PositionLimitError
 from .metrics import text_scores
@@ -53,9 +53,10 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def build_model(protocol: Protocol, encoding_card: dict, max_length: int) -> Transformer:
-    """The task's model with the card's encoding, sized for sequences up to ``max_length``."""
-    geometry = protocol.model.geometry(max_length)
+def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_length: int | None = None) -> Transformer:
+    """The task's model with the card's encoding, sized for sequences up to ``max_length``
+    (``train_length``: the longest training sequence)."""
+    geometry = protocol.model.geometry(max_length, train_length)
     encoding: PositionalEncoding = plugin(ENCODINGS, encoding_card["plugin"])(geometry, **encoding_card["params"])
     return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)
 
@@ -156,6 +157,14 @@ def evaluate_bucket(model: Transformer, protocol: Protocol, examples: list[Examp
     return {"metrics": {name: round(metrics[name], 5) for name in protocol.metrics}, "eval_tokens_per_second": round(tokens / seconds, 1)}
 
 
+def _bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, examples: list[Example]) -> dict:
+    """The bucket's identity in the record. Lets the encoding plan for the bucket's longest
+    sequence (e.g. switch RoPE scaling on) and records the plan when there is one."""
+    entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
+    state = model.encoding.plan(max(protocol.longest_sequence(e) for e in examples))
+    return {**entry, "encoding_state": state} if state else entry
+
+
 @torch.no_grad()
 def decode_bucket(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> tuple[list[str], float, int]:
     """Detokenized outputs for ``examples`` (in their order), decoding seconds, and tokens read
@@ -186,8 +195,8 @@ def evaluate_text(model: Transformer, protocol: Protocol, sets: dict[LengthBucke
     for index, (bucket, examples) in enumerate(sets.items()):
         outputs, seconds, tokens = decode_bucket(model, protocol, examples, device)
         scores, _ = text_scores(outputs, [e.reference for e in examples], protocol.metrics)
-        entries.append({"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples),
-                        "metrics": scores, "eval_tokens_per_second": round(tokens / seconds, 1),
+        entries.append({**_bucket_entry(model, protocol, bucket, index, examples), "metrics": scores,
+                        "eval_tokens_per_second": round(tokens / seconds, 1),
                         "samples": [{"reference": e.reference, "output": o} for e, o in list(zip(examples, outputs))[:3]]})
         hypotheses += outputs
         references += [e.reference for e in examples]
@@ -200,7 +209,7 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
     table too short) is reported with its error and no metrics, not as a failed run."""
     results = []
     for index, (bucket, examples) in enumerate(sets.items()):
-        entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
+        entry = _bucket_entry(model, protocol, bucket, index, examples)
         try:
             entry.update(evaluate_bucket(model, protocol, examples, device))
         except PositionLimitError as error:
@@ -220,8 +229,10 @@ def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device
     torch.manual_seed(seed)
     sets = protocol.evaluation_sets()
     max_length = max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)
-    model = build_model(protocol, encoding_card, max_length).to(device)
-    model.encoding.check_length(max(protocol.longest_sequence(e) for e in next(iter(sets.values()))))
+    in_training = [e for e in sets[protocol.buckets[0]] if e.length in protocol.train_lengths] or sets[protocol.buckets[0]]
+    train_length = max(packed_length(e, protocol.model.architecture) for e in in_training)
+    model = build_model(protocol, encoding_card, max_length, train_length).to(device)
+    model.encoding.check_length(train_length)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     training = train(model, protocol, seed, device, progress)

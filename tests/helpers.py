@@ -7,7 +7,7 @@ import torch
 from pebench.model import ModelConfig, Transformer
 from pebench.registry import ENCODINGS, plugins
 
-BUILT_IN_ENCODINGS = ["nope", "sinusoidal", "learned", "relative", "rope", "flow"]
+BUILT_IN_ENCODINGS = ["nope", "sinusoidal", "learned", "relative", "rope", "flow", "alibi", "t5", "randomized", "xpos", "fire", "kerple"]
 
 
 def build(encoding: str, architecture: str = "decoder", max_length: int = 64, vocab: int = 20, **params) -> Transformer:

@@ -67,13 +67,14 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
             assert out.returncode == 0, out.stderr
     out = pebench("report", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    assert "reverse: exact_match per length bucket" in out.stdout
+    assert "reverse: exact_match per length bucket (ID = 1-16; 1-16 n=20, 17-32 n=20" in out.stdout
+    assert "reverse: token_accuracy per length bucket" in out.stdout
     lines = [line for line in out.stdout.splitlines() if line.startswith(("nope@", "rope@"))]
-    assert len(lines) == 2 and all("±" in line for line in lines)
+    assert len(lines) == 4 and all("±" in line for line in lines)
     markdown = (tmp_path / "leaderboards" / "reverse.md").read_text()
     assert "| encoding" in markdown and "train vs NoPE" in markdown
     csv = (tmp_path / "leaderboards" / "reverse.csv").read_text().splitlines()
-    assert csv[0].startswith("encoding,seeds,ID mean") and len(csv) == 3
+    assert csv[0].startswith("metric,encoding,seeds,ID mean") and len(csv) == 5
 
 
 def test_report_without_records_says_what_to_do(tmp_path):

@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-from pebench.cards import task_card
+from pebench.cards import apply_overrides, encoding_card, encoding_cards, task_card
 from pebench.data import DataNotFoundError, load_wmt14
 from pebench.metrics import text_scores
-from pebench.protocol import resolve
-from pebench.tasks.base import Example, LengthBucket
+from pebench.protocol import length_bucket, resolve
+from pebench.train import run
 
 DATA = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 needs_data = pytest.mark.skipif(not (DATA / "wmt_newstest_en_de").is_dir(), reason=f"no shared data at {DATA}")
@@ -33,7 +34,8 @@ def test_perfect_hypothesis_scores_100_on_detokenized_text():
 def test_bucket_edges():
     # wmt_long's buckets: [1, 32], [33, 64], [65, 96], [97, inf).
     card = task_card("wmt_long")
-    buckets = [LengthBucket(lo, None if hi == float("inf") else hi) for lo, hi in card["split"]["buckets"]]
+    buckets = [length_bucket(bounds, "bucket") for bounds in card["split"]["buckets"]]
+
     def owner(length):
         return [b.label for b in buckets if length in b]
     assert owner(1) == ["1-32"] and owner(32) == ["1-32"] and owner(33) == ["33-64"]
@@ -121,3 +123,24 @@ def test_wmt_long_end_to_end_tiny(tmp_path):
     assert record["corpus"]["signatures"]["bleu"].startswith("nrefs:1|")
     assert set(record["stages"]) == {"data_seconds", "train_seconds", "eval_seconds"}
     assert record["task"]["split"]["buckets"][-1] == [97, "inf"]
+
+
+@pytest.fixture(scope="module")
+def tiny_wmt(tmp_path_factory):
+    """wmt_long on the real files, with a tiny model and 3 sentences per bucket."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PEBENCH_DATA", str(DATA))
+        patch.setenv("PEBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        card = task_card("wmt_long")
+        apply_overrides(card, {"params": {}}, ["training.steps=2", "training.batch_size=8", "split.eval_examples=3", "params.vocab_size=500",
+                                                "model.d_model=16", "model.d_ff=32", "model.n_layers=1", "decoding.max_length_b=2"])
+        return resolve(card)
+
+
+@needs_data
+@pytest.mark.parametrize("encoding", list(encoding_cards()))
+def test_every_encoding_completes_wmt_long_tiny(tiny_wmt, encoding):
+    measured = run(tiny_wmt, encoding_card(encoding), seed=0, device=torch.device("cpu"), progress=False)
+    assert [b["n"] for b in measured["buckets"]] == [3, 3, 3, 3]
+    assert all(0 <= b["metrics"]["bleu"] <= 100 and 0 <= b["metrics"]["chrf"] <= 100 for b in measured["buckets"])
+    assert measured["corpus"]["n"] == 12

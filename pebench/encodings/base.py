@@ -54,12 +54,19 @@ class Geometry:
         n_heads: attention heads h (d_h = d / h).
         sites: every attention site of the model, in a fixed order.
         max_length: the longest sequence (tokens, one stack) the task will present.
+        train_length: the longest sequence seen in training (None: unknown, taken as
+            ``max_length``); RoPE scaling and randomized positions use it.
     """
 
     d_model: int
     n_heads: int
     sites: tuple[Site, ...]
     max_length: int
+    train_length: int | None = None
+
+    @property
+    def training_length(self) -> int:
+        return self.train_length or self.max_length
 
     @property
     def d_head(self) -> int:
@@ -151,6 +158,13 @@ class PositionalEncoding(nn.Module):
     def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site) -> Tensor:
         """The attention output ``[b, h, s_q, d_h]``; see :func:`scaled_dot_product`."""
         return scaled_dot_product(q, k, v, allowed, self.bias(q_pos, k_pos, site))
+
+    def plan(self, length: int) -> dict:
+        """Called in evaluation before each length bucket with its longest sequence. An encoding
+        that adapts to the evaluation length (RoPE scaling) fixes its behaviour for the bucket
+        here and returns what it chose, which the run record stores; most return {}.
+        Training (``train()``) undoes any plan."""
+        return {}
 
     def extra_repr(self) -> str:
         return f"max_positions={self.max_positions}"

@@ -1,0 +1,83 @@
+"""Randomized positional encodings.
+
+Ruoss et al. 2023, "Randomized Positional Encodings Boost Length Generalization of
+Transformers" (arXiv:2305.16843), sec. 3: while training, a sequence of length n gets the
+positions of n indices drawn without replacement from [0, L_max) and sorted, instead of
+0..n-1, so that a base encoding sees positions up to L_max while training only on short
+sequences. Evaluation is deterministic (``eval_positions``): ``"arange"`` (0..n-1) or
+``"stride"`` (k * i with k = L_max // the task's longest sequence, spreading the longest
+evaluation sequence over the trained range). One draw serves the whole batch (the paper draws
+per sequence; the hooks take positions shared across the batch).
+The wrapper passes every hook through to the base encoding named in the card, built for
+L_max positions (so a learned table covers [0, L_max)).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import Tensor
+
+from .base import Geometry, PositionalEncoding, PositionLimitError, Site
+
+EVAL_POSITIONS = ("arange", "stride")
+
+
+class Randomized(PositionalEncoding):
+    """Sorted random positions from [0, L_max) in training, around a base encoding.
+
+    Args:
+        geometry: the model served.
+        base: the wrapped encoding's plugin name (sinusoidal, learned, rope, relative, alibi, ...).
+        max_position: L_max; default 4 x the task's longest sequence.
+        eval_positions: ``"arange"`` or ``"stride"`` (see the module docstring).
+        base_params: the wrapped encoding's params.
+    Raises:
+        ValueError: for an unknown ``eval_positions``; UnknownNameError for an unknown base.
+    """
+
+    description = "Randomized positions: sorted samples from [0, L_max) while training, around a base encoding"
+    reference = "Ruoss et al. 2023, arXiv:2305.16843"
+
+    def __init__(self, geometry: Geometry, base: str = "rope", max_position: int | None = None,
+                 eval_positions: str = "arange", base_params: dict | None = None):
+        super().__init__(geometry)
+        from ..registry import ENCODINGS, plugin  # the registry imports plugins: import it late
+
+        if eval_positions not in EVAL_POSITIONS:
+            raise ValueError(f"eval_positions must be one of {EVAL_POSITIONS}; got {eval_positions!r}")
+        self.max_position, self.eval_positions = max_position or 4 * geometry.max_length, eval_positions
+        self.stride = max(1, self.max_position // geometry.max_length)
+        self.max_positions = self.max_position
+        self.inner = plugin(ENCODINGS, base)(dataclasses.replace(geometry, max_length=self.max_position), **(base_params or {}))
+
+    def positions(self, length: int, device=None) -> Tensor:
+        if length > self.max_position:
+            raise PositionLimitError(
+                f"randomized positions are drawn from [0, {self.max_position}), which cannot hold a sequence of "
+                f"{length} tokens; raise max_position (--set encoding.max_position={length})"
+            )
+        if self.training:
+            return torch.randperm(self.max_position, device=device)[:length].sort().values
+        if self.eval_positions == "stride" and length * self.stride <= self.max_position:
+            return torch.arange(length, device=device) * self.stride
+        return torch.arange(length, device=device)
+
+    def prepare(self, num_positions: int, device: torch.device) -> None:
+        self.inner.prepare(num_positions, device)
+
+    def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
+        return self.inner.embed(x, pos, stack)
+
+    def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
+        return self.inner.project_query(q, pos, site)
+
+    def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
+        return self.inner.project_key_value(k, v, pos, site)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site) -> Tensor:
+        return self.inner.attend(q, k, v, q_pos, k_pos, allowed, site)
+
+    def plan(self, length: int) -> dict:
+        return self.inner.plan(length)

@@ -1,0 +1,58 @@
+"""xPos: RoPE with an exponential decay of the score with distance.
+
+Sun et al. 2022, "A Length-Extrapolatable Transformer" (arXiv:2212.10554), eq. 7-8 and the
+authors' torchscale code: pair i of q at position m is multiplied by zeta_i^(m / gamma) and of
+k at position n by zeta_i^(-n / gamma), so that q_m . k_n carries zeta_i^((m - n) / gamma),
+with zeta_i = (2i / d_h + 0.4) / 1.4 (in (0, 1)) and gamma = ``scale_base`` = 512.
+xPos is defined for causal attention (sec. 3.2): bidirectional (encoder) self-attention applies
+the rotation only, since keys after the query would be amplified. Pairing as in
+:mod:`pebench.encodings.rope` (rotate half).
+Shapes: b batch, h heads, s sequence, d_h head width.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .base import Geometry, Site
+from .rope import RoPE, rotate
+
+
+def xpos_scale(d_head: int) -> Tensor:
+    """zeta_i = (2i + 0.4 d_h) / (1.4 d_h) for i in 0..d_h/2-1: ``[d_h/2]``."""
+    return (torch.arange(0, d_head, 2, dtype=torch.float32) + 0.4 * d_head) / (1.4 * d_head)
+
+
+class XPos(RoPE):
+    """Rotation plus exponential distance decay of q.k.
+
+    Args:
+        geometry: the model served.
+        base: RoPE's frequency base.
+        scale_base: gamma, positions per unit of the decay exponent (512 in the paper).
+    """
+
+    description = "xPos: rotary embedding with exponential decay of scores with distance"
+    reference = "Sun et al. 2022, arXiv:2212.10554"
+
+    def __init__(self, geometry: Geometry, base: float = 10000.0, scale_base: float = 512.0):
+        super().__init__(geometry, base)
+        self.scale_base = scale_base
+        self.register_buffer("zeta", xpos_scale(geometry.d_head), persistent=False)
+
+    def _decay(self, x: Tensor, pos: Tensor, sign: float) -> Tensor:
+        power = self.zeta[None, :] ** (sign * pos.float()[:, None] / self.scale_base)  # [s, d_h/2]
+        return x * torch.cat((power, power), dim=-1).to(x.dtype)
+
+    def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
+        if site.kind == "cross":
+            return q
+        q = rotate(q, pos, self.inv_freq)
+        return q if site.stack == "encoder" else self._decay(q, pos, 1.0)
+
+    def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
+        if site.kind == "cross":
+            return k, v
+        k = rotate(k, pos, self.inv_freq)
+        return (k if site.stack == "encoder" else self._decay(k, pos, -1.0)), v
