@@ -193,10 +193,10 @@ def evaluate_text(model: Transformer, protocol: Protocol, sets: dict[LengthBucke
     Returns the bucket entries and the ``corpus`` entry (n, metrics, signatures)."""
     entries, hypotheses, references = [], [], []
     for index, (bucket, examples) in enumerate(sets.items()):
+        entry = _bucket_entry(model, protocol, bucket, index, examples)  # plans first: it may change the encoding
         outputs, seconds, tokens = decode_bucket(model, protocol, examples, device)
         scores, _ = text_scores(outputs, [e.reference for e in examples], protocol.metrics)
-        entries.append({**_bucket_entry(model, protocol, bucket, index, examples), "metrics": scores,
-                        "eval_tokens_per_second": round(tokens / seconds, 1),
+        entries.append({**entry, "metrics": scores, "eval_tokens_per_second": round(tokens / seconds, 1),
                         "samples": [{"reference": e.reference, "output": o} for e, o in list(zip(examples, outputs))[:3]]})
         hypotheses += outputs
         references += [e.reference for e in examples]
@@ -209,7 +209,7 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
     table too short) is reported with its error and no metrics, not as a failed run."""
     results = []
     for index, (bucket, examples) in enumerate(sets.items()):
-        entry = _bucket_entry(model, protocol, bucket, index, examples)
+        entry = _bucket_entry(model, protocol, bucket, index, examples)  # plans first: it may change the encoding
         try:
             entry.update(evaluate_bucket(model, protocol, examples, device))
         except PositionLimitError as error:

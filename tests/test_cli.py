@@ -80,3 +80,15 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
 def test_report_without_records_says_what_to_do(tmp_path):
     out = pebench("report", str(tmp_path))
     assert out.returncode == 2 and "pebench run --encoding" in out.stderr
+
+
+def test_the_record_says_which_rope_scaling_each_bucket_ran_under(tmp_path):
+    out = pebench("run", "--encoding", "rope_yarn", "--task", "copy", "--results", str(tmp_path), *TINY)
+    assert out.returncode == 0, out.stderr
+    [path] = (tmp_path / "runs" / "copy" / "rope_yarn").glob("*.json")
+    states = [b["encoding_state"] for b in json.loads(path.read_text())["buckets"]]
+    # Training sequences reach at most 34 tokens (BOS, 16, SEP, 16); bucket 49-64 up to 130.
+    assert states[0] == {"rope_scaling": "none", "factor": 1.0}
+    assert [s["rope_scaling"] for s in states[1:]] == ["yarn"] * 3
+    factors = [s["factor"] for s in states]
+    assert 1 < factors[1] < factors[2] < factors[3] <= 130 / 34 + 1e-3
