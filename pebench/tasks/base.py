@@ -53,6 +53,7 @@ class Task(ABC):
     description: ClassVar[str] = ""
     reference: ClassVar[str] = ""
     symbols: list[str]
+    data: dict = {}  # provenance of real data (origin, pair counts), stored in the run record; read-only here
 
     @abstractmethod
     def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
@@ -61,12 +62,6 @@ class Task(ABC):
     @abstractmethod
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """``n`` evaluation examples with lengths in ``bucket``, drawn from ``rng`` only."""
-
-    data: dict = {}  # provenance of real data (origin, pair counts), stored in the run record
-
-    def render(self, symbol_ids) -> str:
-        """Readable text of a symbol-id sequence."""
-        return " ".join(self.symbols[i] for i in symbol_ids)
 
     def detokenize(self, symbol_ids) -> str:
         """The text that text metrics (BLEU, chrF) score; tasks scored on text override it."""

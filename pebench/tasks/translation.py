@@ -59,9 +59,6 @@ class WMT14(Task):
     def detokenize(self, symbol_ids) -> str:
         return self.tokenizer.decode(list(symbol_ids))
 
-    def render(self, symbol_ids) -> str:
-        return self.detokenize(symbol_ids)
-
     def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
         longest_target = 2 * (lengths.hi or max(e.length for pairs in self.train.values() for e in pairs))
         pools = {name: [e for e in examples if e.length in lengths and len(e.target) <= longest_target] for name, examples in self.train.items()}
