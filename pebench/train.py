@@ -221,7 +221,9 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
 def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device, progress: bool = True) -> dict:
     """Train and evaluate one (task, encoding, seed). Returns the record's measured parts:
     ``environment``, ``parameters``, ``model``, ``training``, ``buckets``, ``stages`` (wall
-    seconds of training and evaluation) and, for text-scored tasks, ``corpus``.
+    seconds of training and evaluation), ``sequence_lengths`` (the longest training sequence,
+    estimated from the ID examples inside the training range, and the longest sequence the model
+    reads) and, for text-scored tasks, ``corpus``.
 
     Raises:
         PositionLimitError: if the encoding cannot represent the training lengths.
@@ -254,6 +256,7 @@ def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device
         "model": asdict(protocol.model),
         "training": training,
         "stages": {"train_seconds": training["wall_seconds"], "eval_seconds": round(time.perf_counter() - tick, 2)},
+        "sequence_lengths": {"train": train_length, "max": max_length},
         "data": protocol.task.data,
         **measured,
     }

@@ -86,9 +86,11 @@ def test_the_record_says_which_rope_scaling_each_bucket_ran_under(tmp_path):
     out = pebench("run", "--encoding", "rope_yarn", "--task", "copy", "--results", str(tmp_path), *TINY)
     assert out.returncode == 0, out.stderr
     [path] = (tmp_path / "runs" / "copy" / "rope_yarn").glob("*.json")
-    states = [b["encoding_state"] for b in json.loads(path.read_text())["buckets"]]
-    # Training sequences reach at most 34 tokens (BOS, 16, SEP, 16); bucket 49-64 up to 130.
+    record = json.loads(path.read_text())
+    states = [b["encoding_state"] for b in record["buckets"]]
     assert states[0] == {"rope_scaling": "none", "factor": 1.0}
     assert [s["rope_scaling"] for s in states[1:]] == ["yarn"] * 3
     factors = [s["factor"] for s in states]
-    assert 1 < factors[1] < factors[2] < factors[3] <= 130 / 34 + 1e-3
+    lengths = record["sequence_lengths"]  # training sequences reach at most 34 tokens, bucket 49-64 up to 130
+    assert lengths["train"] <= 34 and lengths["max"] <= 130
+    assert 1 < factors[1] < factors[2] < factors[3] == pytest.approx(lengths["max"] / lengths["train"], abs=1e-4)
