@@ -24,7 +24,7 @@ from .protocol import resolve
 from .records import load_records, new_record, record_path, to_frame, write_record
 from .registry import UnknownNameError
 from .report import write_reports
-from .train import resolve_device, run
+from .train import resolve_device, run, set_up
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -61,7 +61,8 @@ def command_run(args) -> int:
         device = resolve_device(args.device)
         print(f"pebench run: task {task['name']}, encoding {encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
         protocol = resolve(task)
-    except (UnknownNameError, ValueError, RuntimeError, DataNotFoundError) as error:
+        setup = set_up(protocol, encoding, args.seed)
+    except (UnknownNameError, ValueError, TypeError, RuntimeError, DataNotFoundError) as error:
         return _fail(error)
     if protocol.task.data:
         print(f"data: {', '.join(f'{k} {v}' for k, v in protocol.task.data.items())}", file=sys.stderr)
@@ -69,7 +70,7 @@ def command_run(args) -> int:
     record = new_record(task, encoding, args.seed, args.overrides)
     data_seconds = round(time.perf_counter() - started, 2)
     try:
-        record.update(run(protocol, encoding, args.seed, device, progress=not args.quiet))
+        record.update(run(protocol, setup, args.seed, device, progress=not args.quiet))
         record["stages"] = {"data_seconds": data_seconds, **record["stages"]}
         record["status"] = "ok"
     except Exception as error:  # recorded, so a sweep can go on; Ctrl-C is not caught

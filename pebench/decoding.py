@@ -4,8 +4,9 @@ Both decode an encoder-decoder model token by token through :meth:`Transformer.d
 keeps every layer's keys and values (already position-encoded) in a cache, so each step costs
 one token's forward pass. The output length is capped per example at
 ``ceil(max_length_a * source_length + max_length_b)`` (fairseq's ``max_len_a``/``max_len_b``).
-Beam search scores finished hypotheses by log-probability / length^length_penalty (Wu et al.
-2016, arXiv:1609.08144, eq. 14 without the coverage term, alpha = length_penalty).
+Beam search scores finished hypotheses by log-probability / length^length_penalty, the length
+counting EOS when one was produced (fairseq's normalisation; Wu et al. 2016, arXiv:1609.08144,
+eq. 14 use (5 + length)^alpha / 6^alpha instead).
 Shapes: b batch, k beam, s sequence, V vocabulary.
 """
 
@@ -106,7 +107,8 @@ def beam_search(model: Transformer, source: Tensor, max_lengths: Tensor, beam_si
         for i, j in ending.logical_and(scores > float("-inf")).nonzero().tolist():
             if len(finished[i]) < k:
                 output = _strip(tokens[i * k + j, 1:].tolist())
-                finished[i].append((scores[i, j].item() / max(1, len(output) + 1) ** length_penalty, output))
+                length = len(output) + int(token[i, j] == EOS)
+                finished[i].append((scores[i, j].item() / max(1, length) ** length_penalty, output))
         scores = scores.masked_fill(ending, float("-inf"))
         complete = torch.tensor([len(f) >= k for f in finished], device=device)
         scores = scores.masked_fill(complete[:, None], float("-inf"))

@@ -88,6 +88,11 @@ class Protocol:
             raise ValueError(f"task '{self.name}': no evaluation example has a length in bucket(s) {', '.join(empty)}; change split.buckets")
         return sets
 
+    def train_length(self) -> int:
+        """The longest sequence (tokens, either stack) a training example can make."""
+        source, target = self.task.longest_tokens(self.train_lengths.hi)
+        return packed_length(Example((0,) * source, (0,) * target, self.train_lengths.hi), self.model.architecture)
+
     def longest_sequence(self, example: Example) -> int:
         """The longest sequence (tokens, either stack) the model reads for ``example``,
         decoding's length cap included."""
@@ -113,6 +118,11 @@ def _section(card: dict, name: str, cls):
     unknown = set(card.get(name, {})) - known
     if unknown:
         raise ValueError(f"task card '{card['name']}' [{name}] has unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    for field in fields(cls):
+        value = card.get(name, {}).get(field.name, field.default)
+        expected = (int, float) if isinstance(field.default, float) else type(field.default)
+        if isinstance(value, bool) != isinstance(field.default, bool) or not isinstance(value, expected):
+            raise ValueError(f"{name}.{field.name} must be of type {type(field.default).__name__}; got {value!r}")
     return cls(**card.get(name, {}))
 
 
@@ -125,6 +135,8 @@ def resolve(card: dict) -> Protocol:
     """
     split = card["split"]
     train = length_bucket(split["train"], "split.train")
+    if train.hi is None:
+        raise ValueError("split.train needs a finite upper bound: training lengths define what is in distribution")
     buckets = [length_bucket(b, f"split.buckets[{i}]") for i, b in enumerate(split["buckets"])]
     if not buckets:
         raise ValueError("split.buckets is empty: give at least the in-distribution bucket")
@@ -143,7 +155,13 @@ def resolve(card: dict) -> Protocol:
         raise ValueError(f"metrics must come from {METRICS} and include the primary; got {metrics}")
     if split["eval_examples"] < 0:
         raise ValueError(f"split.eval_examples must be at least 1 (or 0: every example of a fixed evaluation set); got {split['eval_examples']}")
+    model = _section(card, "model", ModelConfig)
+    generates = any(name in TEXT_METRICS for name in metrics["names"])
+    if generates and model.architecture != "encoder_decoder":
+        raise ValueError(f"text metrics ({', '.join(TEXT_METRICS)}) decode with an encoder-decoder; set model.architecture = \"encoder_decoder\"")
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
+    if generates and type(task).detokenize is Task.detokenize:
+        raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(TEXT_METRICS)}")
     return Protocol(
         name=card["name"],
         task=task,
@@ -154,7 +172,7 @@ def resolve(card: dict) -> Protocol:
         eval_seed=int(split["eval_seed"]),
         metrics=list(metrics["names"]),
         primary=metrics["primary"],
-        model=_section(card, "model", ModelConfig),
+        model=model,
         training=_section(card, "training", TrainingConfig),
         decoding=_section(card, "decoding", DecodingConfig),
     )

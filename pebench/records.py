@@ -41,10 +41,12 @@ def git_commit() -> str | None:
 
 
 def _json_safe(value):
-    """Cards may hold TOML's ``inf`` (an open-ended bucket); JSON has no infinity, so it is
-    stored as the string "inf"."""
+    """JSON has no infinity or NaN: TOML's ``inf`` (an open-ended bucket) is stored as the
+    string "inf", and a NaN (a diverged loss) as null."""
     if isinstance(value, float) and math.isinf(value):
         return "inf" if value > 0 else "-inf"
+    if isinstance(value, float) and math.isnan(value):
+        return None
     if isinstance(value, dict):
         return {key: _json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -54,7 +56,6 @@ def _json_safe(value):
 
 def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str]) -> dict:
     """The header of a run record; the run fills in the rest."""
-    task_card, encoding_card = _json_safe(task_card), _json_safe(encoding_card)
     return {
         "schema": SCHEMA_VERSION,
         "pebench_version": __version__,
@@ -72,11 +73,15 @@ def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[
 def write_record(path: Path, record: dict) -> None:
     """Write ``record`` to ``path`` atomically (temporary file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_json_safe(record), indent=2, allow_nan=False) + "\n"  # fails before any file exists
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
-        json.dump(record, file, indent=2, allow_nan=False)
-        file.write("\n")
-        file.flush()
-        os.fsync(file.fileno())
+        try:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        except BaseException:
+            os.unlink(file.name)
+            raise
     os.replace(file.name, path)
 
 

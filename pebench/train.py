@@ -22,13 +22,13 @@ import random
 import resource
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from .batching import FIRST_SYMBOL, IGNORE, Batch, pack, packed_length
+from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from .decoding import generate
 from .encodings.base import PositionalEncoding, PositionLimitError
 from .metrics import text_scores
@@ -194,13 +194,17 @@ def evaluate_text(model: Transformer, protocol: Protocol, sets: dict[LengthBucke
     entries, hypotheses, references = [], [], []
     for index, (bucket, examples) in enumerate(sets.items()):
         entry = _bucket_entry(model, protocol, bucket, index, examples)  # plans first: it may change the encoding
-        outputs, seconds, tokens = decode_bucket(model, protocol, examples, device)
+        try:
+            outputs, seconds, tokens = decode_bucket(model, protocol, examples, device)
+        except PositionLimitError as error:
+            entries.append({**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)})
+            continue
         scores, _ = text_scores(outputs, [e.reference for e in examples], protocol.metrics)
         entries.append({**entry, "metrics": scores, "eval_tokens_per_second": round(tokens / seconds, 1),
                         "samples": [{"reference": e.reference, "output": o} for e, o in list(zip(examples, outputs))[:3]]})
         hypotheses += outputs
         references += [e.reference for e in examples]
-    scores, signatures = text_scores(hypotheses, references, protocol.metrics)
+    scores, signatures = text_scores(hypotheses, references, protocol.metrics) if hypotheses else ({}, {})
     return entries, {"n": len(hypotheses), "metrics": scores, "signatures": signatures}
 
 
@@ -218,23 +222,39 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
     return results
 
 
-def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device, progress: bool = True) -> dict:
-    """Train and evaluate one (task, encoding, seed). Returns the record's measured parts:
-    ``environment``, ``parameters``, ``model``, ``training``, ``buckets``, ``stages`` (wall
-    seconds of training and evaluation), ``sequence_lengths`` (the longest training sequence,
-    estimated from the ID examples inside the training range, and the longest sequence the model
-    reads) and, for text-scored tasks, ``corpus``.
+@dataclass
+class RunSetup:
+    """What a run builds before training: the evaluation sets and the model."""
+
+    sets: dict[LengthBucket, list[Example]]
+    model: Transformer
+    sequence_lengths: dict[str, int]
+
+
+def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
+    """Draw the evaluation sets and build the seeded model (on CPU). Everything a bad card can
+    break fails here, before any training.
 
     Raises:
-        PositionLimitError: if the encoding cannot represent the training lengths.
+        ValueError: an empty bucket or a bad encoding param; TypeError: a param of the wrong
+        type; PositionLimitError: an encoding that cannot represent the training lengths.
     """
     torch.manual_seed(seed)
     sets = protocol.evaluation_sets()
-    max_length = max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)
-    in_training = [e for e in sets[protocol.buckets[0]] if e.length in protocol.train_lengths] or sets[protocol.buckets[0]]
-    train_length = max(packed_length(e, protocol.model.architecture) for e in in_training)
-    model = build_model(protocol, encoding_card, max_length, train_length).to(device)
-    model.encoding.check_length(train_length)
+    lengths = {"train": protocol.train_length(), "max": max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)}
+    lengths["max"] = max(lengths.values())
+    model = build_model(protocol, encoding_card, lengths["max"], lengths["train"])
+    model.encoding.check_length(lengths["train"])
+    return RunSetup(sets, model, lengths)
+
+
+def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, progress: bool = True) -> dict:
+    """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
+    record's measured parts: ``environment``, ``parameters``, ``model``, ``training``,
+    ``buckets``, ``stages`` (wall seconds of training and evaluation), ``sequence_lengths`` (the
+    longest training sequence and the longest sequence the model reads) and, for text-scored
+    tasks, ``corpus``."""
+    model, sets = setup.model.to(device), setup.sets
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     training = train(model, protocol, seed, device, progress)
@@ -256,7 +276,7 @@ def run(protocol: Protocol, encoding_card: dict, seed: int, device: torch.device
         "model": asdict(protocol.model),
         "training": training,
         "stages": {"train_seconds": training["wall_seconds"], "eval_seconds": round(time.perf_counter() - tick, 2)},
-        "sequence_lengths": {"train": train_length, "max": max_length},
+        "sequence_lengths": setup.sequence_lengths,
         "data": protocol.task.data,
         **measured,
     }

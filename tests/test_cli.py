@@ -42,13 +42,19 @@ def test_impossible_split_exits_with_the_reason(tmp_path):
     assert out.returncode == 2 and "must lie inside the first (in-distribution) bucket" in out.stderr
 
 
-def test_a_failed_run_is_recorded_as_failed(tmp_path):
-    # A learned table too short for the training lengths fails the run before training.
-    out = pebench("run", "--encoding", "learned", "--task", "copy", "--results", str(tmp_path), *TINY, "--set", "encoding.max_positions=8")
-    assert out.returncode == 1 and "PositionLimitError" in out.stderr
-    [path] = (tmp_path / "runs" / "copy" / "learned").glob("*.json")
-    record = json.loads(path.read_text())
-    assert record["status"] == "failed" and "at most 8 positions" in record["error"]["message"]
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("encoding.max_positions=8", "'Learned' represents at most 8 positions, but a sequence of 34 tokens"),
+        ("encoding.no_such_param=1", "unexpected keyword argument 'no_such_param'"),
+        ("split.buckets=[[1, 16], [17, inf]]", "synthetic tasks need bounded length buckets"),
+        ("model.d_model=abc", "model.d_model must be of type int; got 'abc'"),
+    ],
+)
+def test_bad_cards_stop_before_training_and_write_nothing(tmp_path, override, message):
+    out = pebench("run", "--encoding", "learned", "--task", "copy", "--results", str(tmp_path), "--set", override)
+    assert out.returncode == 2 and message in out.stderr, out.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_list_shows_encodings_with_references_and_tasks():

@@ -1,5 +1,6 @@
 """Third-party encodings through entry points: a real package installed with pip."""
 
+import json
 import os
 import subprocess
 import sys
@@ -61,3 +62,37 @@ def test_broken_plugin_warns_by_name_and_the_rest_keep_working(installed_plugin,
     assert "learned_slopes" in out.stdout and "flow" in out.stdout
     out = pebench("run", "--encoding", "broken", "--task", "copy", pythonpath=[broken_plugin(tmp_path / "again")])
     assert out.returncode == 2 and "unknown encoding 'broken'" in out.stderr
+
+
+def exploding_plugin(folder: Path) -> Path:
+    """A real plugin that fails in the middle of training."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "exploding_plugin.py").write_text(
+        "from pebench import PositionalEncoding\n"
+        "class Exploding(PositionalEncoding):\n"
+        "    calls = 0\n"
+        "    def bias(self, q_pos, k_pos, site):\n"
+        "        Exploding.calls += 1\n"
+        "        if Exploding.calls > 20:\n"
+        "            raise RuntimeError('exploded at call 21')\n"
+        "        return None\n"
+    )
+    info = folder / "exploding_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: exploding-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[pebench.encodings]\nexploding = exploding_plugin:Exploding\n")
+    return folder
+
+
+def test_a_run_that_fails_is_recorded_as_failed_and_leaves_other_records_alone(tmp_path):
+    results = tmp_path / "results"
+    tiny = ["--results", str(results), "--quiet", "--set", "training.steps=12", "--set", "split.eval_examples=5"]
+    assert pebench("run", "--encoding", "nope", "--task", "copy", *tiny, pythonpath=[]).returncode == 0
+    [good] = (results / "runs" / "copy" / "nope").glob("*.json")
+    before = good.read_text()
+    out = pebench("run", "--encoding", "exploding", "--task", "copy", *tiny, pythonpath=[exploding_plugin(tmp_path / "site")])
+    assert out.returncode == 1 and "exploded at call 21" in out.stderr
+    [failed] = (results / "runs" / "copy" / "exploding").glob("*.json")
+    record = json.loads(failed.read_text())
+    assert record["status"] == "failed" and record["error"]["type"] == "RuntimeError" and "Traceback" in record["error"]["traceback"]
+    assert good.read_text() == before and not list(results.rglob("*.tmp"))

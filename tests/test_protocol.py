@@ -49,3 +49,13 @@ def test_unknown_names_list_the_known_ones():
 def test_an_empty_bucket_is_refused():
     with pytest.raises(ValueError, match="no evaluation example has a length in bucket"):
         resolve(card(eval_examples=0)).evaluation_sets()
+
+
+def test_text_metrics_need_an_encoder_decoder_and_a_text_task():
+    task = task_card("copy")
+    task["metrics"] = {"names": ["bleu"], "primary": "bleu"}
+    with pytest.raises(ValueError, match="decode with an encoder-decoder"):
+        resolve(task)
+    task["model"]["architecture"] = "encoder_decoder"
+    with pytest.raises(ValueError, match="task family 'copy' produces no text"):
+        resolve(task)

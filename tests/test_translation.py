@@ -13,7 +13,7 @@ from pebench.cards import apply_overrides, encoding_card, encoding_cards, task_c
 from pebench.data import DataNotFoundError, load_wmt14
 from pebench.metrics import text_scores
 from pebench.protocol import length_bucket, resolve
-from pebench.train import run
+from pebench.train import run, set_up
 
 DATA = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 needs_data = pytest.mark.skipif(not (DATA / "wmt_newstest_en_de").is_dir(), reason=f"no shared data at {DATA}")
@@ -140,7 +140,8 @@ def tiny_wmt(tmp_path_factory):
 @needs_data
 @pytest.mark.parametrize("encoding", list(encoding_cards()))
 def test_every_encoding_completes_wmt_long_tiny(tiny_wmt, encoding):
-    measured = run(tiny_wmt, encoding_card(encoding), seed=0, device=torch.device("cpu"), progress=False)
+    card = encoding_card(encoding)
+    measured = run(tiny_wmt, set_up(tiny_wmt, card, seed=0), seed=0, device=torch.device("cpu"), progress=False)
     assert [b["n"] for b in measured["buckets"]] == [3, 3, 3, 3]
     assert all(0 <= b["metrics"]["bleu"] <= 100 and 0 <= b["metrics"]["chrf"] <= 100 for b in measured["buckets"])
     assert measured["corpus"]["n"] == 12

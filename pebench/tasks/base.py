@@ -63,6 +63,11 @@ class Task(ABC):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """``n`` evaluation examples with lengths in ``bucket``, drawn from ``rng`` only."""
 
+    def longest_tokens(self, length: int) -> tuple[int, int]:
+        """The most (source, target) symbols an example of ``length`` can have; the protocol
+        derives the longest training sequence from it. Default: both equal the length."""
+        return length, length
+
     def detokenize(self, symbol_ids) -> str:
         """The text that text metrics (BLEU, chrF) score; tasks scored on text override it."""
         raise NotImplementedError(f"task {type(self).__name__} is not scored on text")

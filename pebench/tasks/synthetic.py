@@ -6,8 +6,9 @@ length; the output is a deterministic function of the input:
 - ``reverse``: the input reversed.
 - ``sort``: the input symbols in ascending order.
 - ``addition``: the decimal sum of two numbers. L is the digit count of the longer operand (the
-  other has 1..L digits); operands and sum are written least-significant digit first, the format
-  in which a left-to-right decoder can carry (Lee et al. 2023, arXiv:2307.03381, "reverse" format).
+  other has 1..L digits); operands and sum are written least-significant digit first, so that a
+  left-to-right decoder can carry (Lee et al. 2023, arXiv:2307.03381, reverse only the output;
+  reversing the operands too keeps aligned digits at equal offsets).
 These follow the length-generalisation suites of Delétang et al. 2023 (arXiv:2207.02098) and
 Kazemnejad et al. 2023 (arXiv:2305.19466).
 """
@@ -94,6 +95,9 @@ class Addition(SyntheticTask):
 
     def __init__(self):
         self.symbols = [str(d) for d in range(10)] + ["+"]
+
+    def longest_tokens(self, length: int) -> tuple[int, int]:
+        return 2 * length + 1, length + 1  # a + b with both of `length` digits; a carry adds one
 
     def sample(self, rng: random.Random, length: int) -> Example:
         a, b = _number(rng, length), _number(rng, rng.randint(1, length))

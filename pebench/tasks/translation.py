@@ -18,6 +18,8 @@ from ..data import load_wmt14
 from ..tokenization import joint_bpe
 from .base import Example, LengthBucket, Task
 
+TARGET_RATIO = 2  # training targets may be at most this many times the longest training source
+
 class WMT14(Task):
     """WMT14 translation, tokenized with a joint BPE trained on the training pairs.
 
@@ -56,11 +58,14 @@ class WMT14(Task):
         return [Example(tuple(s.ids), tuple(t.ids), len(s.ids), reference=ref)
                 for s, t, (_, ref) in zip(sources, targets, pairs) if s.ids and t.ids]
 
+    def longest_tokens(self, length: int) -> tuple[int, int]:
+        return length, TARGET_RATIO * length
+
     def detokenize(self, symbol_ids) -> str:
         return self.tokenizer.decode(list(symbol_ids))
 
     def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
-        longest_target = 2 * (lengths.hi or max(e.length for pairs in self.train.values() for e in pairs))
+        longest_target = self.longest_tokens(lengths.hi or max(e.length for pairs in self.train.values() for e in pairs))[1]
         pools = {name: [e for e in examples if e.length in lengths and len(e.target) <= longest_target] for name, examples in self.train.items()}
         pools = {name: pool for name, pool in pools.items() if pool}
         if not pools:
