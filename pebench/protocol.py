@@ -71,7 +71,7 @@ class Protocol:
     @property
     def generates(self) -> bool:
         """Whether evaluation decodes outputs (text metrics) rather than teacher-forcing."""
-        return any(name in TEXT_METRICS for name in self.metrics)
+        return _generates(self.metrics)
 
     def evaluation_sets(self) -> dict[LengthBucket, list[Example]]:
         """The fixed evaluation examples of every bucket.
@@ -100,6 +100,10 @@ class Protocol:
         if self.generates:
             length = max(length, self.decoding.max_output_length(len(example.source) + 1) + 1)
         return length
+
+
+def _generates(metric_names) -> bool:
+    return any(name in TEXT_METRICS for name in metric_names)
 
 
 def length_bucket(bounds, what: str) -> LengthBucket:
@@ -156,7 +160,7 @@ def resolve(card: dict) -> Protocol:
     if split["eval_examples"] < 0:
         raise ValueError(f"split.eval_examples must be at least 1 (or 0: every example of a fixed evaluation set); got {split['eval_examples']}")
     model = _section(card, "model", ModelConfig)
-    generates = any(name in TEXT_METRICS for name in metrics["names"])
+    generates = _generates(metrics["names"])
     if generates and model.architecture != "encoder_decoder":
         raise ValueError(f"text metrics ({', '.join(TEXT_METRICS)}) decode with an encoder-decoder; set model.architecture = \"encoder_decoder\"")
     task = plugin(TASKS, card["family"])(**card.get("params", {}))

@@ -241,8 +241,9 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     """
     torch.manual_seed(seed)
     sets = protocol.evaluation_sets()
-    lengths = {"train": protocol.train_length(), "max": max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)}
-    lengths["max"] = max(lengths.values())
+    train_length = protocol.train_length()
+    longest = max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)
+    lengths = {"train": train_length, "max": max(train_length, longest)}
     model = build_model(protocol, encoding_card, lengths["max"], lengths["train"])
     model.encoding.check_length(lengths["train"])
     return RunSetup(sets, model, lengths)

@@ -23,6 +23,7 @@ Shapes: b batch, h heads, s (q, k) sequence, d model width, d_h head width.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -75,6 +76,12 @@ class Geometry:
     @property
     def stacks(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(site.stack for site in self.sites))
+
+    @property
+    def self_attention_index(self) -> dict[Site, int]:
+        """Each self-attention site's index among the self-attention sites (for encodings
+        with parameters per self-attention layer)."""
+        return {site: i for i, site in enumerate(s for s in self.sites if s.kind == "self")}
 
 
 def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -174,6 +181,12 @@ def require_even(value: int, what: str, encoding: str) -> None:
     """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs)."""
     if value % 2:
         raise ValueError(f"{encoding} pairs features two by two, so {what} must be even; got {value}")
+
+
+def inverse_softplus(value: float) -> float:
+    """x with softplus(x) = log(1 + e^x) = value (value > 0): parameters kept positive through
+    softplus start from ``value``."""
+    return math.log(math.expm1(value))
 
 
 def inverse_frequencies(dim: int, base: float) -> Tensor:

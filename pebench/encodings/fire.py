@@ -13,12 +13,10 @@ Shapes: h heads, s sequence.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site
+from .base import Geometry, PositionalEncoding, Site, inverse_softplus
 
 
 class FIREBias(nn.Module):
@@ -27,7 +25,7 @@ class FIREBias(nn.Module):
     def __init__(self, n_heads: int, hidden: int, init_c: float, init_threshold: float):
         super().__init__()
         self.mlp = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, n_heads))
-        self.raw_c = nn.Parameter(torch.tensor(math.log(math.expm1(init_c))))  # c = softplus(raw_c) > 0
+        self.raw_c = nn.Parameter(torch.tensor(inverse_softplus(init_c)))  # c = softplus(raw_c) > 0
         self.threshold = nn.Parameter(torch.tensor(float(init_threshold)))
 
     def forward(self, q_pos: Tensor, k_pos: Tensor, causal: bool) -> Tensor:
@@ -54,9 +52,8 @@ class FIRE(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, hidden: int = 32, init_c: float = 1.0, init_threshold: float = 1.0):
         super().__init__(geometry)
-        layers = [site for site in geometry.sites if site.kind == "self"]
-        self.index = {site: i for i, site in enumerate(layers)}
-        self.layers = nn.ModuleList(FIREBias(geometry.n_heads, hidden, init_c, init_threshold) for _ in layers)
+        self.index = geometry.self_attention_index
+        self.layers = nn.ModuleList(FIREBias(geometry.n_heads, hidden, init_c, init_threshold) for _ in self.index)
 
     def bias(self, q_pos: Tensor, k_pos: Tensor, site: Site) -> Tensor | None:
         if site.kind == "cross":

@@ -121,9 +121,9 @@ class Flow(PositionalEncoding):
     def solve(self, start: int, end: int, state: Tensor) -> Tensor:
         """p(t_i) for i in start..end-1, integrating from p(t_start) = state ``[C, d]``.
         Returns ``[end - start, C, d]``."""
-        times = torch.arange(start, end, device=state.device, dtype=state.dtype) * self.delta
         if end - start == 1:
             return state[None]
+        times = torch.arange(start, end, device=state.device, dtype=state.dtype) * self.delta
         options = {"step_size": self.step_size} if self.solver in FIXED_GRID_SOLVERS else None
         if self.adjoint:
             return odeint_adjoint(self.dynamics, state, times, method=self.solver, options=options, adjoint_params=tuple(self.dynamics.parameters()))

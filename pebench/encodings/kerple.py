@@ -10,17 +10,11 @@ Shapes: h heads, s sequence.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
 from .alibi import distance_matrix
-from .base import Geometry, PositionalEncoding, Site
-
-
-def _inverse_softplus(value: float) -> float:
-    return math.log(math.expm1(value))
+from .base import Geometry, PositionalEncoding, Site, inverse_softplus
 
 
 class KERPLE(PositionalEncoding):
@@ -36,11 +30,10 @@ class KERPLE(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, init_r1: float = 1.0, init_r2: float = 1.0):
         super().__init__(geometry)
-        layers = [site for site in geometry.sites if site.kind == "self"]
-        self.index = {site: i for i, site in enumerate(layers)}
-        shape = (len(layers), geometry.n_heads)
-        self.raw_r1 = nn.Parameter(torch.full(shape, _inverse_softplus(init_r1)))
-        self.raw_r2 = nn.Parameter(torch.full(shape, _inverse_softplus(init_r2)))
+        self.index = geometry.self_attention_index
+        shape = (len(self.index), geometry.n_heads)
+        self.raw_r1 = nn.Parameter(torch.full(shape, inverse_softplus(init_r1)))
+        self.raw_r2 = nn.Parameter(torch.full(shape, inverse_softplus(init_r2)))
 
     def bias(self, q_pos: Tensor, k_pos: Tensor, site: Site) -> Tensor | None:
         if site.kind == "cross":

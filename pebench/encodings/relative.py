@@ -43,9 +43,8 @@ class Relative(PositionalEncoding):
     def __init__(self, geometry: Geometry, clip: int = 16):
         super().__init__(geometry)
         self.clip = clip
-        layers = [site for site in geometry.sites if site.kind == "self"]
-        self.index = {site: i for i, site in enumerate(layers)}
-        shape = (len(layers), 2 * clip + 1, geometry.d_head)
+        self.index = geometry.self_attention_index
+        shape = (len(self.index), 2 * clip + 1, geometry.d_head)
         self.key_vectors = nn.Parameter(torch.randn(shape) * geometry.d_head**-0.5)
         self.value_vectors = nn.Parameter(torch.randn(shape) * geometry.d_head**-0.5)
 
