@@ -130,7 +130,11 @@ def _fail(error: Exception) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return {"run": command_run, "list": command_list, "report": command_report}[args.command](args)
+    try:
+        return {"run": command_run, "list": command_list, "report": command_report}[args.command](args)
+    except BrokenPipeError:  # `pebench list | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
