@@ -100,3 +100,8 @@ def test_the_record_says_which_rope_scaling_each_bucket_ran_under(tmp_path):
     lengths = record["sequence_lengths"]  # training sequences reach at most 34 tokens, bucket 49-64 up to 130
     assert lengths["train"] <= 34 and lengths["max"] <= 130
     assert 1 < factors[1] < factors[2] < factors[3] == pytest.approx(lengths["max"] / lengths["train"], abs=1e-4)
+
+
+def test_a_closed_output_pipe_is_not_an_error():
+    out = subprocess.run(f"{sys.executable} -m pebench.cli list | head -1", shell=True, capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("encoding") and "Traceback" not in out.stderr
