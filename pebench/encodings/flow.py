@@ -32,6 +32,7 @@ from torchdiffeq import odeint, odeint_adjoint
 from .base import Geometry, PositionalEncoding, Site
 
 PLACEMENTS = ("attention", "input")
+CHUNK = 32  # positions per torchdiffeq call; see Flow.solve
 FIXED_GRID_SOLVERS = ("euler", "midpoint", "heun3", "rk4", "explicit_adams", "implicit_adams")
 
 
@@ -77,7 +78,9 @@ class Flow(PositionalEncoding):
         placement: ``"attention"`` (q/k/v biases in every attention site) or ``"input"``.
         delta: Delta, the time between consecutive positions (t_i = i * Delta).
         solver: a torchdiffeq method name (``"rk4"``, ``"euler"``, ``"dopri5"``, ...).
-        step_size: fixed solver step; default Delta / 5. Ignored by adaptive solvers.
+        step_size: fixed solver step; default Delta (one RK4 step per position: within
+            2e-5 of a 20x finer grid at 256 positions, 5x cheaper than Delta / 5).
+            Ignored by adaptive solvers.
         adjoint: backpropagate with the adjoint method (memory O(1) in the solver steps,
             at the cost of a second solve) instead of through the solver's operations.
         hidden: width of h's hidden layer; default d.
@@ -106,7 +109,7 @@ class Flow(PositionalEncoding):
         if delta <= 0:
             raise ValueError(f"FLOATER delta must be positive; got {delta}")
         self.placement, self.delta, self.solver, self.adjoint = placement, delta, solver, adjoint
-        self.step_size = step_size or delta / 5
+        self.step_size = step_size or delta
         if placement == "input":
             self.channel = {stack: i for i, stack in enumerate(geometry.stacks)}
             channels = len(geometry.stacks)
@@ -120,10 +123,23 @@ class Flow(PositionalEncoding):
 
     def solve(self, start: int, end: int, state: Tensor) -> Tensor:
         """p(t_i) for i in start..end-1, integrating from p(t_start) = state ``[C, d]``.
-        Returns ``[end - start, C, d]``."""
-        if end - start == 1:
-            return state[None]
-        times = torch.arange(start, end, device=state.device, dtype=state.dtype) * self.delta
+        Returns ``[end - start, C, d]``.
+
+        The span is solved in chunks of :data:`CHUNK` positions, each chunk starting from the
+        last state of the one before. torchdiffeq writes its output in place one time point at a
+        time, and the backward pass of each write copies the whole output, so one call over n
+        positions costs O(n^2) in backpropagation (1.3 s of a 1.4 s step at n = 256, d = 64, 2 sites);
+        chunks keep it O(n * CHUNK) and leave the solver steps unchanged."""
+        pieces = [state[None]]
+        for first in range(start, end - 1, CHUNK):
+            last = min(first + CHUNK, end - 1)
+            times = torch.arange(first, last + 1, device=state.device, dtype=state.dtype) * self.delta
+            path = self._odeint(state, times)  # [last - first + 1, C, d]
+            pieces.append(path[1:])
+            state = path[-1]
+        return torch.cat(pieces)
+
+    def _odeint(self, state: Tensor, times: Tensor) -> Tensor:
         options = {"step_size": self.step_size} if self.solver in FIXED_GRID_SOLVERS else None
         if self.adjoint:
             return odeint_adjoint(self.dynamics, state, times, method=self.solver, options=options, adjoint_params=tuple(self.dynamics.parameters()))
