@@ -1,4 +1,4 @@
-"""The ``pebench`` command: ``run``, ``list``, ``report``.
+"""The ``pebench`` command: ``run``, ``sweep``, ``list``, ``report``, ``bench``.
 
 Bad input (an unknown encoding or task, an impossible length split, a malformed ``--set``)
 exits with status 2 and a message saying what to do, before anything is trained or written.
@@ -11,20 +11,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-import traceback
+from collections import Counter
 from pathlib import Path
 
 from tabulate import tabulate
 
-from . import __version__
-from .cards import apply_overrides, encoding_card, encoding_cards, task_card, task_cards
-from .data import DATA_ENV, DataNotFoundError
-from .protocol import resolve
-from .records import load_records, new_record, record_path, to_frame, write_record
+from . import __version__, bench, execution, sweep
+from .cards import encoding_cards, task_cards
+from .data import DATA_ENV
+from .records import load_records, to_frame
 from .registry import UnknownNameError
 from .report import write_reports
-from .train import resolve_device, run, set_up
+from .train import resolve_device
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,38 +46,40 @@ def _parser() -> argparse.ArgumentParser:
     report_parser = commands.add_parser("report", help="leaderboards from the run records")
     report_parser.add_argument("results", nargs="?", type=Path, default=Path("results"), help="results folder (default: ./results)")
     report_parser.add_argument("--out", type=Path, help="where to write the tables (default: <results>/leaderboards)")
+    sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
+    sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
+    sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks, or all (default)")
+    sweep_parser.add_argument("--seeds", default="0", help="seeds: 0,1,2 or 0-2 (default 0)")
+    sweep_parser.add_argument("--retry-failed", action="store_true", help="run again the cells whose record says failed")
+    sweep_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    sweep_parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    sweep_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a card value in every run")
+    sweep_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
+    sweep_parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    bench_parser = commands.add_parser("bench", help="throughput of every encoding, side by side in one process")
+    bench.add_arguments(bench_parser)
     return parser
 
 
 def command_run(args) -> int:
     if args.data_dir:
         os.environ[DATA_ENV] = str(args.data_dir)
-    started = time.perf_counter()
     try:
-        task, encoding = task_card(args.task), encoding_card(args.encoding)
-        apply_overrides(task, encoding, args.overrides)
+        planned = execution.plan(args.task, args.encoding, args.seed, args.overrides, args.results)
         device = resolve_device(args.device)
-        print(f"pebench run: task {task['name']}, encoding {encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
-        protocol = resolve(task)
-        setup = set_up(protocol, encoding, args.seed)
-    except (UnknownNameError, ValueError, TypeError, RuntimeError, DataNotFoundError) as error:
+        print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
+        setup, data_seconds = execution.prepare(planned)
+    except execution.BAD_INPUT as error:
         return _fail(error)
-    if protocol.task.data:
-        print(f"data: {', '.join(f'{k} {v}' for k, v in protocol.task.data.items())}", file=sys.stderr)
-    path = record_path(args.results, task["name"], encoding["name"], args.seed, args.overrides)
-    record = new_record(task, encoding, args.seed, args.overrides)
-    data_seconds = round(time.perf_counter() - started, 2)
-    try:
-        record.update(run(protocol, setup, args.seed, device, progress=not args.quiet))
-        record["stages"] = {"data_seconds": data_seconds, **record["stages"]}
-        record["status"] = "ok"
-    except Exception as error:  # recorded, so a sweep can go on; Ctrl-C is not caught
-        record.update(status="failed", error={"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()})
-        write_record(path, record)
-        print(f"pebench: run failed: {type(error).__name__}: {error}\nrecord: {path}", file=sys.stderr)
+    if planned.protocol.task.data:
+        print(f"data: {', '.join(f'{k} {v}' for k, v in planned.protocol.task.data.items())}", file=sys.stderr)
+    record = execution.execute(planned, setup, device, not args.quiet, data_seconds)
+    if record["status"] != "ok":
+        error = record["error"]
+        print(f"pebench: run failed: {error['type']}: {error['message']}\nrecord: {planned.path}", file=sys.stderr)
         return 1
-    write_record(path, record)
-    _print_run(record, path)
+    _print_run(record, planned.path)
     return 0
 
 
@@ -117,9 +117,48 @@ def command_report(args) -> int:
     if frame.empty:
         return _fail(FileNotFoundError(f"no complete run records under {args.results / 'runs'}; run `pebench run --encoding E --task T` first"))
     out = args.out or args.results / "leaderboards"
-    for text in write_reports(frame, out).values():
+    for text in write_reports(frame, out, bench.load(args.results)).values():
         print(text)
-    print(f"written: {out}/<task>.md and .csv")
+    print(f"written: {out}/<task>.md, .csv, .tex, .html, .png and overall.*")
+    return 0
+
+
+def command_sweep(args) -> int:
+    if args.data_dir:
+        os.environ[DATA_ENV] = str(args.data_dir)
+    try:
+        tasks = sweep.names(args.tasks, task_cards(), "tasks")
+        encodings = sweep.names(args.encodings, encoding_cards(), "encodings")
+        cells = sweep.plan_grid(tasks, encodings, sweep.seeds(args.seeds), args.overrides, args.results)
+        device = resolve_device(args.device)
+    except execution.BAD_INPUT as error:
+        return _fail(error)
+    states = Counter(cell.state for cell in cells)
+    print(f"pebench sweep: {len(tasks)} tasks x {len(encodings)} encodings x {len(cells) // (len(tasks) * len(encodings))} seeds = {len(cells)} runs "
+          f"({', '.join(f'{n} {state}' for state, n in states.items())}); device {device}", file=sys.stderr)
+    summary = sweep.run_grid(cells, device, args.retry_failed, progress=not args.quiet)
+    skipped = ", ".join(f"{n} {state}" for state, n in summary["skipped"].items()) or "none"
+    print(f"\nsweep: {summary['ok']} runs ok, {len(summary['failed'])} failed, skipped {skipped}; {summary['seconds'] / 60:.1f} min")
+    for label, error in summary["failed"]:
+        print(f"  failed: {label}: {error}")
+    if summary["interrupted"]:
+        print("sweep interrupted: finished runs are recorded; run the same command to continue", file=sys.stderr)
+        return 130
+    return 1 if summary["failed"] else 0
+
+
+def command_bench(args) -> int:
+    try:
+        settings = bench.settings_from(args)
+        chosen = bench.contenders(settings)
+    except (UnknownNameError, ValueError, RuntimeError) as error:
+        return _fail(error)
+    names = ", ".join(c.name for c in chosen)
+    print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
+    table = bench.run_benchmark(settings, progress=lambda message: print(message, file=sys.stderr))
+    print(bench.render(table, "simple"))
+    command = "pebench bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "pebench bench"
+    print(f"written: {bench.write(table, settings, args.out, command.strip())}")
     return 0
 
 
@@ -131,7 +170,7 @@ def _fail(error: Exception) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"run": command_run, "list": command_list, "report": command_report}[args.command](args)
+        return {"run": command_run, "list": command_list, "report": command_report, "bench": command_bench, "sweep": command_sweep}[args.command](args)
     except BrokenPipeError:  # `pebench list | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

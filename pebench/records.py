@@ -40,7 +40,7 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _json_safe(value):
+def json_safe(value):
     """JSON has no infinity or NaN: TOML's ``inf`` (an open-ended bucket) is stored as the
     string "inf", and a NaN (a diverged loss) as null."""
     if isinstance(value, float) and math.isinf(value):
@@ -48,9 +48,9 @@ def _json_safe(value):
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
+        return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_json_safe(item) for item in value]
+        return [json_safe(item) for item in value]
     return value
 
 
@@ -73,7 +73,7 @@ def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[
 def write_record(path: Path, record: dict) -> None:
     """Write ``record`` to ``path`` atomically (temporary file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(_json_safe(record), indent=2, allow_nan=False) + "\n"  # fails before any file exists
+    text = json.dumps(json_safe(record), indent=2, allow_nan=False) + "\n"  # fails before any file exists
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
         try:
             file.write(text)
@@ -108,7 +108,8 @@ def load_records(results: Path) -> list[dict]:
 def to_frame(records: list[dict]) -> pd.DataFrame:
     """One row per (successful run, bucket): task, encoding (with ``@<hash>`` for overridden
     configurations), seed, bucket, lo, hi, in_distribution, n, the name of the task's primary
-    metric, each metric's value, throughputs and the encoding's parameter count."""
+    metric, the model's architecture, the length unit, each metric's value, the run's own throughputs and the
+    encoding's parameter count."""
     rows = []
     for record in records:
         if not is_complete(record):
@@ -127,6 +128,8 @@ def to_frame(records: list[dict]) -> pd.DataFrame:
                 "in_distribution": bucket["in_distribution"],
                 "n": bucket["n"],
                 "primary_metric": primary,
+                "architecture": record["model"]["architecture"],
+                "unit": record["task"]["split"].get("unit", "tokens"),
                 **{name: metrics.get(name, float("nan")) for name in record["task"]["metrics"]["names"]},
                 "train_tokens_per_second": record["training"]["tokens_per_second"],
                 "eval_tokens_per_second": bucket["eval_tokens_per_second"],

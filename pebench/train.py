@@ -48,6 +48,11 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def autocast(device: torch.device) -> torch.autocast:
+    """bf16 autocast on CUDA, for training and evaluation alike; a no-op on other devices."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -70,8 +75,9 @@ def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
 
 
 def _loss(model: Transformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
-    logits = model(batch.tokens, batch.source)
-    return nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE, label_smoothing=label_smoothing)
+    with autocast(batch.tokens.device):
+        logits = model(batch.tokens, batch.source)
+    return nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE, label_smoothing=label_smoothing)
 
 
 def training_batches(protocol: Protocol, rng: random.Random) -> Iterator[list[Example]]:
@@ -140,12 +146,14 @@ def evaluate_bucket(model: Transformer, protocol: Protocol, examples: list[Examp
     model.eval()
     size = protocol.training.eval_batch_size
     batches = [pack(examples[i : i + size], protocol.model.architecture).to(device) for i in range(0, len(examples), size)]
-    model(batches[0].tokens, batches[0].source)  # warm-up (and FLOATER's cached solve)
+    with autocast(device):
+        model(batches[0].tokens, batches[0].source)  # warm-up (and FLOATER's cached solve)
     exact, correct_tokens, tokens, seconds = 0, 0, 0, 0.0
     for batch in batches:
         _sync(device)
         tick = time.perf_counter()
-        predictions = model(batch.tokens, batch.source).argmax(-1)
+        with autocast(device):
+            predictions = model(batch.tokens, batch.source).argmax(-1)
         _sync(device)
         seconds += time.perf_counter() - tick
         scored = batch.labels != IGNORE
@@ -179,7 +187,8 @@ def decode_bucket(model: Transformer, protocol: Protocol, examples: list[Example
         source = pack([examples[i] for i in chunk], protocol.model.architecture).source.to(device)
         _sync(device)
         tick = time.perf_counter()
-        generated = generate(model, source, protocol.decoding)
+        with autocast(device):
+            generated = generate(model, source, protocol.decoding)
         _sync(device)
         seconds += time.perf_counter() - tick
         tokens += int((source != PAD).sum()) + sum(len(g) + 1 for g in generated)

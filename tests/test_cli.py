@@ -77,10 +77,15 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
     assert "reverse: token_accuracy per length bucket" in out.stdout
     lines = [line for line in out.stdout.splitlines() if line.startswith(("nope@", "rope@"))]
     assert len(lines) == 4 and all("±" in line for line in lines)
-    markdown = (tmp_path / "leaderboards" / "reverse.md").read_text()
-    assert "| encoding" in markdown and "train vs NoPE" in markdown
-    csv = (tmp_path / "leaderboards" / "reverse.csv").read_text().splitlines()
+    boards = tmp_path / "leaderboards"
+    markdown = (boards / "reverse.md").read_text()
+    assert "| encoding" in markdown and "no benchmark table (run `pebench bench`)" in markdown
+    csv = (boards / "reverse.csv").read_text().splitlines()
     assert csv[0].startswith("metric,encoding,seeds,ID mean") and len(csv) == 5
+    assert "\\toprule" in (boards / "reverse.tex").read_text() and "<table>" in (boards / "reverse.html").read_text()
+    assert (boards / "reverse.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    overall = (boards / "overall.md").read_text()
+    assert "mean rank" in overall and "| nope@" in overall and "| rope@" in overall
 
 
 def test_report_without_records_says_what_to_do(tmp_path):

@@ -1,10 +1,12 @@
 import math
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
 from pebench.model import ModelConfig
+from tests.helpers import build
 
 SELF = Site("decoder", 0, "self")
 
@@ -43,3 +45,26 @@ def test_matches_the_papers_pairwise_formula():
 def test_parameters_are_per_layer_and_shared_across_heads():
     relative = Relative(ModelConfig(d_model=16, n_heads=2, n_layers=3).geometry(32), clip=16)
     assert relative.key_vectors.shape == (3, 33, 8)
+
+
+def test_no_tensor_of_size_batch_heads_length_length_head_width_is_made():
+    # Training step at 256 tokens: every tensor torch creates in the forward and backward pass is
+    # watched; Shaw's formula written naively would make one [b, h, L, L, d_h].
+    class Largest(TorchDispatchMode):
+        numel = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for tensor in out if isinstance(out, (tuple, list)) else [out]:
+                if isinstance(tensor, torch.Tensor):
+                    Largest.numel = max(Largest.numel, tensor.numel())
+            return out
+
+    model = build("relative", max_length=256)
+    b, length = 2, 256
+    tokens = torch.randint(4, 20, (b, length))
+    with Largest():
+        model(tokens).sum().backward()
+    h, d_h = model.config.n_heads, model.config.d_model // model.config.n_heads
+    assert 0 < Largest.numel < b * h * length * length * d_h
+    assert Largest.numel >= b * h * length * length  # the attention weights themselves were seen

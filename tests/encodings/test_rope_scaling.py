@@ -1,7 +1,6 @@
 import math
 
 import pytest
-import torch
 
 from pebench.encodings.rope import RoPE, scaled_frequencies
 from pebench.model import ModelConfig

@@ -1,0 +1,377 @@
+"""Throughput benchmark: every encoding side by side in one process (``pebench bench``).
+
+For each shape (architecture, sequence length) every contender gets the same model, the default
+model of a task card (``copy`` for decoder-only, ``wmt_long`` for the encoder-decoder), and the
+same random batch of about ``tokens_per_batch`` tokens with no padding. Rounds are interleaved:
+each round times one training step (forward, cross-entropy, backward, AdamW step) of every
+contender in turn, the order rotated from round to round so that drifting machine load falls on
+all of them alike; then as many rounds time one evaluation forward (no gradient) each, the
+weights now fixed, as in evaluation (FLOATER serves its cached solution). Figures are medians
+over the rounds after the warm-up round. *Ratio to NoPE* is a contender's step time over NoPE's in the
+same shape (1.10 = 10% slower).
+
+Peak memory is measured in the warm-up round: on CUDA, torch's peak allocated bytes during the
+call; on Linux CPUs, the process's peak resident set (VmHWM, reset through
+``/proc/self/clear_refs``) above the resident set before the call; elsewhere not measured.
+
+Contenders: every encoding card, FLOATER with the adjoint method (``flow+adjoint``), and, when
+x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
+built by x-transformers with its sinusoidal, rotary, ALiBi and T5-bias options.
+Tokens are input tokens: batch x length (decoder-only), batch x 2 x length (encoder-decoder,
+source and target of the same length). On CUDA both passes run under bf16 autocast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tabulate import tabulate
+from torch import nn
+
+from .cards import encoding_card, encoding_cards, task_card
+from .model import ModelConfig, Transformer
+from .registry import ENCODINGS, plugin
+from .train import autocast, resolve_device
+
+PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
+VARIANTS = {"flow+adjoint": ("flow", {"adjoint": True})}  # name -> (card, params it changes)
+VOCAB_SIZE = {"decoder": 256, "encoder_decoder": 8000}  # wmt_long's BPE vocabulary
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One benchmark setting: ``architecture`` and ``length`` (tokens per sequence, each stack)."""
+
+    architecture: str
+    length: int
+
+    def __str__(self) -> str:
+        return f"{'dec' if self.architecture == 'decoder' else 'enc-dec'} {self.length}"
+
+
+FULL = (Shape("decoder", 64), Shape("decoder", 256), Shape("decoder", 1024), Shape("encoder_decoder", 64), Shape("encoder_decoder", 256))
+QUICK = (Shape("decoder", 32), Shape("encoder_decoder", 32))
+
+
+@dataclass
+class Settings:
+    """``tokens_per_batch`` per step (batch = tokens / tokens per example, at least 1),
+    ``rounds`` timed rounds after one warm-up round, the ``model_tasks`` whose model cards
+    size each architecture."""
+
+    shapes: tuple[Shape, ...] = FULL
+    tokens_per_batch: int = 8192
+    rounds: int = 5
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    model_tasks: dict = field(default_factory=lambda: {"decoder": "copy", "encoder_decoder": "wmt_long"})
+    encodings: tuple[str, ...] | None = None  # None: every card
+    peer: bool = True
+
+    def batch_size(self, shape: Shape) -> int:
+        per_example = shape.length * (2 if shape.architecture == "encoder_decoder" else 1)
+        return max(1, self.tokens_per_batch // per_example)
+
+
+@dataclass
+class Contender:
+    """A model to measure: ``name`` (encoding card, variant or ``x-transformers:<option>``),
+    ``implementation`` and ``build(shape)`` returning a module that maps inputs to logits."""
+
+    name: str
+    implementation: str
+    build: Callable[[Shape], nn.Module]
+    architectures: tuple[str, ...] = ("decoder", "encoder_decoder")
+
+
+def model_config(settings: Settings, architecture: str) -> ModelConfig:
+    """The model section of the task card that sizes ``architecture``."""
+    section = dict(task_card(settings.model_tasks[architecture])["model"])
+    section["architecture"], section["dropout"] = architecture, 0.0
+    return ModelConfig(**section)
+
+
+def pebench_contender(settings: Settings, name: str, card: dict) -> Contender:
+    def build(shape: Shape) -> nn.Module:
+        config = model_config(settings, shape.architecture)
+        encoding = plugin(ENCODINGS, card["plugin"])(config.geometry(shape.length, shape.length), **card["params"])
+        return Transformer(config, VOCAB_SIZE[shape.architecture], encoding)
+
+    return Contender(name, "pebench", build)
+
+
+def peer_contender(settings: Settings, option: str) -> Contender:
+    """x-transformers' decoder with the option closest to pebench's ``option`` encoding:
+    ScaledSinusoidalEmbedding, rotary_pos_emb, alibi_pos_bias, rel_pos_bias (T5). Its
+    attention runs on torch's SDPA (``attn_flash``) except with the T5 bias, which
+    x-transformers computes in its own attention."""
+    from x_transformers import Decoder, TransformerWrapper
+
+    layer_options = {"rope": {"rotary_pos_emb": True}, "alibi": {"alibi_pos_bias": True}, "t5": {"rel_pos_bias": True}}.get(option, {})
+
+    def build(shape: Shape) -> nn.Module:
+        c = model_config(settings, "decoder")
+        layers = Decoder(dim=c.d_model, depth=c.n_layers, heads=c.n_heads, attn_dim_head=c.d_model // c.n_heads,
+                         ff_mult=c.d_ff // c.d_model, attn_flash=option != "t5", **layer_options)
+        return TransformerWrapper(num_tokens=VOCAB_SIZE["decoder"], max_seq_len=shape.length, attn_layers=layers, tie_embedding=True,
+                                  use_abs_pos_emb=option == "sinusoidal", scaled_sinu_pos_emb=option == "sinusoidal")
+
+    return Contender(f"x-transformers:{option}", "x-transformers", build, architectures=("decoder",))
+
+
+def contenders(settings: Settings) -> list[Contender]:
+    """Every encoding card (or those in ``settings.encodings``), the variants, then the peer
+    when x-transformers is importable.
+
+    Raises:
+        UnknownNameError: for a requested encoding that is neither a card nor a variant.
+    """
+    names = list(settings.encodings or [*encoding_cards(), *VARIANTS])
+    chosen = []
+    for name in names:
+        base, changes = VARIANTS.get(name, (name, {}))
+        card = encoding_card(base)
+        card["params"].update(changes)
+        chosen.append(pebench_contender(settings, name, card))
+    if settings.peer and _has_peer():
+        chosen += [peer_contender(settings, option) for option in PEER_ENCODINGS if option in names]
+    return chosen
+
+
+def _has_peer() -> bool:
+    try:
+        import x_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Bench:
+    """One contender built for one shape, with its batch and optimizer."""
+
+    def __init__(self, contender: Contender, shape: Shape, settings: Settings, generator: torch.Generator):
+        self.contender, self.shape, self.device = contender, shape, settings.device
+        self.model = contender.build(shape).to(self.device)
+        batch = settings.batch_size(shape)
+        vocab = VOCAB_SIZE[shape.architecture]
+        self.tokens = torch.randint(4, vocab, (batch, shape.length + 1), generator=generator).to(self.device)
+        source = torch.randint(4, vocab, (batch, shape.length), generator=generator).to(self.device)
+        self.inputs = (self.tokens[:, :-1],) + ((source,) if shape.architecture == "encoder_decoder" else ())
+        self.num_tokens = sum(t.numel() for t in self.inputs)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+
+    def train_step(self) -> None:
+        self.model.train()
+        with autocast(self.device):
+            logits = self.model(*self.inputs)
+        loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), self.tokens[:, 1:].flatten())
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    @torch.no_grad()
+    def eval_forward(self) -> None:
+        self.model.eval()
+        with autocast(self.device):
+            self.model(*self.inputs)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(call: Callable[[], None], device: torch.device) -> float:
+    """Wall seconds of ``call()``, the device synchronised before and after."""
+    _sync(device)
+    tick = time.perf_counter()
+    call()
+    _sync(device)
+    return time.perf_counter() - tick
+
+
+def _status_kib(field_name: str) -> int:
+    return int(re.search(rf"{field_name}:\s+(\d+) kB", Path("/proc/self/status").read_text()).group(1))
+
+
+def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float | None:
+    """Memory that ``call()`` needs above what is held before it, in MiB (see the module
+    docstring); None where it cannot be measured."""
+    if device.type == "cuda":
+        _sync(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        call()
+        _sync(device)
+        return (torch.cuda.max_memory_allocated(device) - before) / 2**20
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # reset the peak resident set to the current one
+        before = _status_kib("VmRSS")
+    except OSError:
+        call()
+        return None
+    call()
+    return (_status_kib("VmHWM") - before) / 1024
+
+
+def measure_shape(shape: Shape, chosen: list[Contender], settings: Settings, progress: Callable[[str], None]) -> list[dict]:
+    """Interleaved rounds over every contender at one shape. Returns one row per contender."""
+    generator = torch.Generator().manual_seed(0)
+    benches, rows = [], {}
+    for contender in (c for c in chosen if shape.architecture in c.architectures):
+        row = {"contender": contender.name, "implementation": contender.implementation, "shape": str(shape),
+               "architecture": shape.architecture, "length": shape.length, "batch": settings.batch_size(shape)}
+        try:
+            bench = Bench(contender, shape, settings, generator)
+            row["parameters"] = sum(p.numel() for p in bench.model.parameters())
+            row["train_peak_mb"] = peak_memory_mb(bench.train_step, settings.device)  # the warm-up round
+            row["eval_peak_mb"] = peak_memory_mb(bench.eval_forward, settings.device)
+            benches.append(bench)
+        except Exception as error:  # a contender that cannot run this shape is reported, not fatal
+            row["error"] = f"{type(error).__name__}: {error}".splitlines()[0][:160]
+        rows[contender.name] = row
+    seconds = {kind: {b.contender.name: [] for b in benches} for kind in ("train", "eval")}
+    for kind in ("train", "eval"):  # evaluation after training, so that nothing changes the weights between its rounds
+        for round_index in range(settings.rounds):
+            progress(f"{shape}: {kind} round {round_index + 1}/{settings.rounds}")
+            shift = round_index % max(1, len(benches))
+            for bench in benches[shift:] + benches[:shift]:
+                call = bench.train_step if kind == "train" else bench.eval_forward
+                seconds[kind][bench.contender.name].append(timed(call, settings.device))
+    for bench in benches:
+        row = rows[bench.contender.name]
+        row["train_seconds"] = statistics.median(seconds["train"][bench.contender.name])
+        row["eval_seconds"] = statistics.median(seconds["eval"][bench.contender.name])
+        row["train_tokens_per_second"] = bench.num_tokens / row["train_seconds"]
+        row["eval_tokens_per_second"] = bench.num_tokens / row["eval_seconds"]
+    return list(rows.values())
+
+
+def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
+    """Add each row's step-time ratios to NoPE in the same shape (``train_vs_nope``,
+    ``eval_vs_nope``) and, for pebench rows with a peer, pebench's training throughput over
+    the peer's (``train_vs_peer``)."""
+    table = table.copy()
+    for kind in ("train", "eval"):
+        nope = table[table.contender == "nope"].set_index("shape")[f"{kind}_seconds"]
+        table[f"{kind}_vs_nope"] = table[f"{kind}_seconds"] / table["shape"].map(nope)
+    peer = table[table.implementation == "x-transformers"]
+    peer_speed = {(row.contender.split(":", 1)[1], row.shape): row.train_tokens_per_second for row in peer.itertuples()}
+    table["train_vs_peer"] = [
+        row.train_tokens_per_second / peer_speed[(row.contender, row.shape)] if (row.contender, row.shape) in peer_speed and row.implementation == "pebench" else float("nan")
+        for row in table.itertuples()
+    ]
+    return table
+
+
+def run_benchmark(settings: Settings, progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
+    """Measure every contender at every shape; one row per (contender, shape), with ratios."""
+    chosen = contenders(settings)
+    rows = [row for shape in settings.shapes for row in measure_shape(shape, chosen, settings, progress)]
+    table = pd.DataFrame(rows)
+    for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
+        if column not in table:
+            table[column] = float("nan") if column != "error" else None
+    return with_ratios(table)
+
+
+def _format(value, pattern: str) -> str:
+    return "—" if value is None or pd.isna(value) else format(value, pattern)
+
+
+def render(table: pd.DataFrame, table_format: str = "github") -> str:
+    """Two tables: absolute figures per contender and shape, then ratios to NoPE (and to the
+    peer) with one column per shape."""
+    absolute = pd.DataFrame({
+        "contender": table.contender, "shape": table["shape"], "batch": table.batch,
+        "train tok/s": table.train_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+        "eval tok/s": table.eval_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+        "train peak MiB": table.train_peak_mb.map(lambda v: _format(v, ",.0f")) if "train_peak_mb" in table else "—",
+        "eval peak MiB": table.eval_peak_mb.map(lambda v: _format(v, ",.0f")) if "eval_peak_mb" in table else "—",
+        "note": table["error"].fillna(""),
+    })
+    shapes = list(dict.fromkeys(table["shape"]))
+    ratios = []
+    for name, rows in table.groupby("contender", sort=False):
+        by_shape = rows.set_index("shape")
+        ratio_row = {"contender": name}
+        for shape in shapes:
+            if shape in by_shape.index:
+                r = by_shape.loc[shape]
+                ratio_row[f"{shape} train"] = _format(r.train_vs_nope, ".2f")
+                ratio_row[f"{shape} eval"] = _format(r.eval_vs_nope, ".2f")
+        peer = rows.train_vs_peer.dropna()
+        if len(peer):
+            ratio_row["train vs x-transformers"] = ", ".join(f"{s}: {v:.2f}" for s, v in zip(rows.loc[peer.index, "shape"], peer))
+        ratios.append(ratio_row)
+    ratio_table = pd.DataFrame(ratios).fillna("—")
+    return (
+        "Absolute figures (median of the timed rounds)\n\n"
+        + tabulate(absolute, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+        + "\n\nStep time relative to NoPE in the same shape (1.10 = 10% slower)\n\n"
+        + tabulate(ratio_table, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+        + "\n"
+    )
+
+
+def environment(settings: Settings) -> dict:
+    device = settings.device
+    return {
+        "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "threads": torch.get_num_threads(), "precision": "bf16 autocast" if device.type == "cuda" else "fp32",
+        "tokens_per_batch": settings.tokens_per_batch, "rounds": settings.rounds, "warmup_rounds": 1,
+        "model_tasks": settings.model_tasks, "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> Path:
+    """Save ``throughput.csv``, ``throughput.md`` (with the command and environment) and
+    ``throughput.json`` (environment) under ``out``; return the Markdown path."""
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "throughput.csv", index=False, float_format="%.6g")
+    env = environment(settings)
+    (out / "throughput.json").write_text(json.dumps({"command": command, "environment": env}, indent=2) + "\n")
+    header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
+    markdown = out / "throughput.md"
+    markdown.write_text("# Throughput\n\n" + header + render(table))
+    return markdown
+
+
+def load(results: Path) -> pd.DataFrame | None:
+    """The saved benchmark table under ``<results>/throughput``, or None if never run."""
+    path = Path(results) / "throughput" / "throughput.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="two small shapes, two rounds (a smoke test, not figures)")
+    parser.add_argument("--encodings", help="comma-separated encodings (default: every card, plus flow+adjoint)")
+    parser.add_argument("--rounds", type=int, help="timed rounds after the warm-up round (default 5; 2 with --quick)")
+    parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
+    parser.add_argument("--out", type=Path, default=Path("results/throughput"), help="where to save the tables (default: results/throughput)")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from the parsed ``pebench bench`` arguments.
+
+    Raises:
+        ValueError: for fewer than 1 round or tokens.
+    """
+    settings = Settings(shapes=QUICK if args.quick else FULL, rounds=args.rounds or (2 if args.quick else 5),
+                        tokens_per_batch=args.tokens or (512 if args.quick else 8192), device=resolve_device(args.device),
+                        encodings=tuple(args.encodings.split(",")) if args.encodings else None, peer=not args.no_peer)
+    if settings.rounds < 1 or settings.tokens_per_batch < 1:
+        raise ValueError(f"--rounds and --tokens must be at least 1; got {settings.rounds} and {settings.tokens_per_batch}")
+    return settings

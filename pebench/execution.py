@@ -1,0 +1,96 @@
+"""One run from card names to a written record: what ``pebench run`` does, and ``pebench sweep``
+for each cell of its grid.
+
+Two stages, so that bad input is told apart from a failed run:
+1. :func:`plan` reads and checks the cards and overrides (cheap; raises on bad input, writes
+   nothing);
+2. :func:`execute` builds the evaluation sets and the model, trains, evaluates and writes the
+   record atomically: ``status = "ok"``, or ``"failed"`` with the error and its traceback.
+   Ctrl-C (KeyboardInterrupt) is not caught: it writes nothing, so no partial record exists.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .cards import apply_overrides, encoding_card, task_card
+from .data import DataNotFoundError
+from .protocol import Protocol, resolve
+from .records import json_safe, new_record, record_path, write_record
+from .registry import UnknownNameError
+from .train import RunSetup, run, set_up
+
+BAD_INPUT = (UnknownNameError, ValueError, TypeError, RuntimeError, DataNotFoundError)
+
+
+@dataclass
+class Planned:
+    """A checked run: its resolved cards, seed, overrides, protocol and record path."""
+
+    task: dict
+    encoding: dict
+    seed: int
+    overrides: list[str]
+    protocol: Protocol
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.task['name']}/{self.encoding['name']}/seed{self.seed}"
+
+    def matches(self, record: dict) -> bool:
+        """True when ``record`` was made from these very cards and overrides."""
+        same = lambda card: json.loads(json.dumps(json_safe(card)))  # noqa: E731  (as stored)
+        return record.get("task") == same(self.task) and record.get("encoding") == same(self.encoding) and record.get("overrides") == sorted(self.overrides)
+
+
+def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path) -> Planned:
+    """Resolve the cards with ``overrides`` applied.
+
+    Raises:
+        UnknownNameError: an unknown task or encoding (the message lists the known ones).
+        ValueError, TypeError: a malformed override or an impossible protocol (says why).
+    """
+    task, encoding = task_card(task_name), encoding_card(encoding_name)
+    apply_overrides(task, encoding, overrides)
+    protocol = resolve(task)
+    return Planned(task, encoding, seed, list(overrides), protocol, record_path(results, task["name"], encoding["name"], seed, overrides))
+
+
+def prepare(planned: Planned) -> tuple[RunSetup, float]:
+    """Build the evaluation sets (loading data) and the seeded model; return them and the wall
+    seconds it took (the record's ``data_seconds``).
+
+    Raises:
+        the errors of :data:`BAD_INPUT`: a bad encoding param, missing data, an encoding that
+        cannot represent the training lengths.
+    """
+    tick = time.perf_counter()
+    setup = set_up(planned.protocol, planned.encoding, planned.seed)
+    return setup, time.perf_counter() - tick
+
+
+def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float) -> dict:
+    """Train and evaluate, then write the record (``ok`` or ``failed``); return it."""
+    record = new_record(planned.task, planned.encoding, planned.seed, planned.overrides)
+    try:
+        record.update(run(planned.protocol, setup, planned.seed, device, progress))
+        record["stages"] = {"data_seconds": round(data_seconds, 2), **record["stages"]}
+        record["status"] = "ok"
+    except Exception as error:  # recorded, so a sweep can go on; Ctrl-C is not caught
+        record_failure(record, error)
+    write_record(planned.path, record)
+    return record
+
+
+def record_failure(record: dict, error: BaseException) -> dict:
+    """Mark ``record`` failed with ``error``'s type, message and traceback."""
+    record.update(status="failed", error={"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()})
+    return record
+

@@ -1,0 +1,139 @@
+"""``pebench sweep``: every (task, encoding, seed) of a grid, resumable.
+
+The grid runs seed by seed (every task and encoding at the first seed, then the next seed), one
+run at a time in this process, each exactly as ``pebench run`` would do it. Before running, each
+cell's record is looked up:
+
+- *done*: a complete record made from the same cards and overrides; skipped;
+- *failed*: a failed record of the same cards; skipped unless ``--retry-failed``;
+- *stale*: a record made from other cards (a card changed since); run again, replacing it;
+- *missing* (or unreadable): run.
+
+A run that fails is recorded as failed with its error and the sweep goes on. Records are
+written atomically when a run ends, so an interrupted sweep (Ctrl-C, SIGTERM, SIGKILL, a power
+cut) leaves every record whole and the run in progress unrecorded; the same command continues
+where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from . import execution
+from .execution import Planned
+from .records import is_complete, new_record, write_record
+
+STATES = ("done", "failed", "stale", "missing")
+
+
+@dataclass
+class Cell:
+    planned: Planned
+    state: str  # one of STATES
+
+
+def names(requested: str, known: dict, kind: str) -> list[str]:
+    """``"all"`` or a comma-separated list of names, checked later by :func:`plan_grid`."""
+    if requested == "all":
+        return list(known)
+    chosen = [name.strip() for name in requested.split(",") if name.strip()]
+    if not chosen:
+        raise ValueError(f"--{kind} needs 'all' or a comma-separated list of names; got {requested!r}")
+    return chosen
+
+
+def seeds(requested: str) -> list[int]:
+    """Seeds from ``"0,1,2"`` or a range ``"0-2"``.
+
+    Raises:
+        ValueError: for anything else.
+    """
+    try:
+        if "-" in requested.strip("-"):
+            first, last = (int(part) for part in requested.split("-"))
+            return list(range(first, last + 1))
+        return [int(part) for part in requested.split(",")]
+    except ValueError:
+        raise ValueError(f"--seeds expects a list such as 0,1,2 or a range such as 0-2; got {requested!r}") from None
+
+
+def state_of(planned: Planned) -> str:
+    """The cell's state from its record on disk (see the module docstring)."""
+    try:
+        record = json.loads(planned.path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return "missing"
+    if not planned.matches(record):
+        return "stale"
+    if is_complete(record):
+        return "done"
+    return "failed" if record.get("status") == "failed" else "missing"
+
+
+def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], overrides: list[str], results: Path) -> list[Cell]:
+    """Every cell, seed-major, checked before anything runs.
+
+    Raises:
+        the errors of :func:`pebench.execution.plan` for the first bad cell.
+    """
+    cells = []
+    for seed in seed_list:
+        for task in tasks:
+            for encoding in encodings:
+                planned = execution.plan(task, encoding, seed, overrides, results)
+                cells.append(Cell(planned, state_of(planned)))
+    return cells
+
+
+class Stop(Exception):
+    """SIGTERM during a sweep: stop like Ctrl-C, writing nothing for the run in progress."""
+
+
+def _raise_stop(signum, frame):
+    raise Stop(f"signal {signum}")
+
+
+def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progress: bool = True) -> dict:
+    """Run the cells that need it; return the summary: counts per outcome, the failures
+    (label, error), wall seconds and whether the sweep was interrupted."""
+    todo = [c for c in cells if c.state in ("missing", "stale") or (retry_failed and c.state == "failed")]
+    summary = {"grid": len(cells), "skipped": Counter(c.state for c in cells if c not in todo), "ok": 0, "failed": [], "interrupted": False}
+    started = time.perf_counter()
+    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    bar = tqdm(todo, desc="sweep", unit="run", disable=not progress)
+    try:
+        for cell in bar:
+            bar.set_postfix_str(cell.planned.label)
+            record = _run_cell(cell.planned, device, progress)
+            if record["status"] == "ok":
+                summary["ok"] += 1
+            else:
+                summary["failed"].append((cell.planned.label, f"{record['error']['type']}: {record['error']['message']}"))
+    except (KeyboardInterrupt, Stop):
+        summary["interrupted"] = True
+    finally:
+        bar.close()
+        signal.signal(signal.SIGTERM, previous)
+    summary["seconds"] = time.perf_counter() - started
+    return summary
+
+
+def _run_cell(planned: Planned, device: torch.device, progress: bool) -> dict:
+    """One run as ``pebench run`` does it, except that a run whose set-up fails (missing data,
+    an encoding that cannot represent the lengths) is recorded as failed too."""
+    try:
+        setup, data_seconds = execution.prepare(planned)
+    except execution.BAD_INPUT as error:
+        record = execution.record_failure(new_record(planned.task, planned.encoding, planned.seed, planned.overrides), error)
+        write_record(planned.path, record)
+        return record
+    return execution.execute(planned, setup, device, progress, data_seconds)
+

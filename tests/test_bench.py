@@ -1,0 +1,51 @@
+"""`pebench bench --quick` runs every part of the throughput benchmark (its figures are not tested:
+speed is measured in benchmarks/, never asserted in tests)."""
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+from pebench.bench import peak_memory_mb, with_ratios
+from tests.test_cli import pebench
+
+
+@pytest.mark.slow
+def test_quick_benchmark_measures_every_contender_and_saves_the_tables(tmp_path):
+    pytest.importorskip("x_transformers")
+    out = pebench("bench", "--quick", "--encodings", "nope,rope,relative,flow,flow+adjoint", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    table = pd.read_csv(tmp_path / "throughput.csv")
+    pebench_rows = table[table.implementation == "pebench"]
+    assert sorted(set(pebench_rows.contender)) == ["flow", "flow+adjoint", "nope", "relative", "rope"]
+    assert sorted(set(table["shape"])) == ["dec 32", "enc-dec 32"] and len(pebench_rows) == 10
+    assert (pebench_rows.train_tokens_per_second > 0).all() and (pebench_rows.eval_tokens_per_second > 0).all()
+    assert (table[table.contender == "nope"].train_vs_nope == 1).all()
+    peer = table[table.implementation == "x-transformers"]
+    assert list(peer.contender) == ["x-transformers:rope"] and list(peer["shape"]) == ["dec 32"]  # decoder-only peer
+    rope = table[(table.contender == "rope") & (table["shape"] == "dec 32")].iloc[0]
+    assert math.isclose(rope.train_vs_peer, rope.train_tokens_per_second / peer.iloc[0].train_tokens_per_second)
+    markdown = (tmp_path / "throughput.md").read_text()
+    assert "Command: `pebench bench --quick" in markdown and "relative to NoPE" in markdown
+
+
+def test_ratios_are_step_times_over_nope_in_the_same_shape():
+    table = pd.DataFrame({
+        "contender": ["nope", "rope", "nope", "rope", "x-transformers:rope"],
+        "implementation": ["pebench"] * 4 + ["x-transformers"],
+        "shape": ["dec 64", "dec 64", "dec 256", "dec 256", "dec 256"],
+        "train_seconds": [1.0, 1.5, 2.0, 2.2, 4.4], "eval_seconds": [0.5, 0.5, 1.0, 2.0, 1.0],
+        "train_tokens_per_second": [100.0, 200 / 3, 50.0, 1000 / 22, 1000 / 44],
+    })
+    ratios = with_ratios(table)
+    assert ratios.train_vs_nope.tolist() == pytest.approx([1.0, 1.5, 1.0, 1.1, 2.2])
+    assert ratios.eval_vs_nope.tolist() == pytest.approx([1.0, 1.0, 1.0, 2.0, 1.0])
+    assert math.isnan(ratios.train_vs_peer[1]) and ratios.train_vs_peer[3] == pytest.approx(2.0)
+
+
+def test_peak_memory_sees_a_tensor_made_inside_the_call():
+    held = []
+    megabytes = peak_memory_mb(lambda: held.append(torch.ones(64, 2**20)), torch.device("cpu"))  # 64 Mi float32 = 256 MiB
+    if megabytes is not None:  # measured on Linux only
+        assert 250 <= megabytes < 400

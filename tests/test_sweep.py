@@ -1,0 +1,94 @@
+"""`pebench sweep`: real grids of tiny runs, a real failing plugin, a real SIGKILL."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from pebench.execution import plan
+from pebench.records import is_complete, write_record
+from pebench.sweep import seeds, state_of
+from tests.test_plugins import exploding_plugin
+
+TINY = ["--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "training.warmup_steps=2", "--quiet"]
+
+
+def sweep(*args, pythonpath=(), **popen):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, pythonpath))}
+    command = [sys.executable, "-m", "pebench.cli", "sweep", *args]
+    if popen:
+        return subprocess.Popen(command, env=env, **popen)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+def records(results):
+    return {path: path.read_text() for path in sorted((results / "runs").rglob("*.json"))}
+
+
+def test_a_failed_run_is_recorded_the_sweep_goes_on_and_a_second_sweep_skips_the_grid(tmp_path):
+    results, site = tmp_path / "results", exploding_plugin(tmp_path / "site")
+    grid = ["--tasks", "copy", "--encodings", "nope,exploding,sinusoidal", "--seeds", "0", "--results", str(results), *TINY]
+    out = sweep(*grid, pythonpath=[site])
+    assert out.returncode == 1, out.stderr
+    assert "2 runs ok, 1 failed" in out.stdout and "failed: copy/exploding/seed0: RuntimeError: exploded at call 21" in out.stdout
+    first = records(results)
+    statuses = {path.parent.name: json.loads(text)["status"] for path, text in first.items()}
+    assert statuses == {"nope": "ok", "exploding": "failed", "sinusoidal": "ok"}
+
+    again = sweep(*grid, pythonpath=[site])
+    assert "0 runs ok, 0 failed, skipped 2 done, 1 failed" in again.stdout and records(results) == first
+
+    retried = sweep(*grid, "--retry-failed", pythonpath=[site])
+    assert "0 runs ok, 1 failed, skipped 2 done" in retried.stdout
+    after = records(results)
+    changed = [path.parent.name for path in first if after[path] != first[path]]
+    assert changed == ["exploding"]  # rerun (a new record); the good records untouched
+
+
+def test_a_killed_sweep_leaves_whole_records_and_the_next_sweep_completes_the_grid(tmp_path):
+    results = tmp_path / "results"
+    grid = ["--tasks", "copy", "--encodings", "nope,sinusoidal,rope,learned", "--seeds", "0,1", "--results", str(results),
+            "--set", "training.steps=60", "--set", "split.eval_examples=5", "--quiet"]
+    process = sweep(*grid, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not list((results / "runs").rglob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)  # mid-grid: the next run has started
+    process.wait(timeout=60)
+    before = records(results)
+    assert 1 <= len(before) < 8
+    assert all(is_complete(json.loads(text)) for text in before.values())
+
+    out = sweep(*grid)
+    assert out.returncode == 0, out.stderr
+    after = records(results)
+    assert len(after) == 8 and all(is_complete(json.loads(text)) for text in after.values())
+    cells = sorted((json.loads(text)["encoding"]["name"], json.loads(text)["seed"]) for text in after.values())
+    assert cells == sorted((e, s) for e in ("nope", "sinusoidal", "rope", "learned") for s in (0, 1))  # each once
+    assert all(after[path] == text for path, text in before.items())  # finished runs were not redone
+
+
+def test_a_record_made_from_another_card_is_stale(tmp_path):
+    planned = plan("copy", "rope", 0, ["training.steps=5"], tmp_path)
+    assert state_of(planned) == "missing"
+    record = {"schema": 1, "status": "ok", "task": planned.task, "encoding": planned.encoding, "overrides": planned.overrides,
+              "buckets": [{}] * len(planned.task["split"]["buckets"])}
+    write_record(planned.path, record)
+    assert state_of(planned) == "done"
+    write_record(planned.path, {**record, "encoding": {**planned.encoding, "params": {"base": 500.0}}})
+    assert state_of(planned) == "stale"
+    write_record(planned.path, {**record, "status": "failed"})
+    assert state_of(planned) == "failed"
+
+
+def test_seed_lists_and_ranges():
+    assert seeds("0,1,2") == [0, 1, 2] and seeds("0-2") == [0, 1, 2] and seeds("5") == [5]
+
+
+def test_bad_sweep_input_exits_2_before_running_anything(tmp_path):
+    out = sweep("--tasks", "copy", "--encodings", "rope,nosuch", "--results", str(tmp_path))
+    assert out.returncode == 2 and "unknown encoding 'nosuch'" in out.stderr and not (tmp_path / "runs").exists()
+    out = sweep("--tasks", "copy", "--encodings", "rope", "--seeds", "a-b", "--results", str(tmp_path))
+    assert out.returncode == 2 and "--seeds expects" in out.stderr
