@@ -49,7 +49,7 @@ class TimeLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_features))
 
     def forward(self, t: Tensor, x: Tensor) -> Tensor:
-        return nn.functional.linear(x, self.weight, self.bias + t.to(x.dtype) * self.time_weight)
+        return nn.functional.linear(x, self.weight, torch.addcmul(self.bias, t.to(x.dtype), self.time_weight))
 
 
 class FlowDynamics(nn.Module):
