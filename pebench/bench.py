@@ -12,7 +12,10 @@ same shape (1.10 = 10% slower).
 
 Peak memory is measured in the warm-up round: on CUDA, torch's peak allocated bytes during the
 call; on Linux CPUs, the process's peak resident set (VmHWM, reset through
-``/proc/self/clear_refs``) above the resident set before the call; elsewhere not measured.
+``/proc/self/clear_refs``) above the resident set before the call, with glibc's mmap threshold
+fixed at 1 MiB so that every large tensor is a mapping of its own, returned to the system when
+freed (by default glibc raises the threshold as blocks are freed and then keeps freed memory
+resident, hiding what a call needs); elsewhere not measured.
 
 Contenders: every encoding card, FLOATER with the adjoint method (``flow+adjoint``), and, when
 x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
@@ -24,6 +27,7 @@ source and target of the same length). On CUDA both passes run under bf16 autoca
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import platform
 import re
@@ -223,6 +227,14 @@ def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float | No
     return (_status_kib("VmHWM") - before) / 1024
 
 
+def _map_large_blocks() -> None:
+    """Fix glibc's mmap threshold at 1 MiB (see the module docstring); a no-op without glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 def measure_shape(shape: Shape, chosen: list[Contender], settings: Settings, progress: Callable[[str], None]) -> list[dict]:
     """Interleaved rounds over every contender at one shape. Returns one row per contender."""
     generator = torch.Generator().manual_seed(0)
@@ -275,6 +287,8 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
 
 def run_benchmark(settings: Settings, progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
     """Measure every contender at every shape; one row per (contender, shape), with ratios."""
+    if settings.device.type == "cpu":
+        _map_large_blocks()
     chosen = contenders(settings)
     rows = [row for shape in settings.shapes for row in measure_shape(shape, chosen, settings, progress)]
     table = pd.DataFrame(rows)
@@ -356,11 +370,27 @@ def load(results: Path) -> pd.DataFrame | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="two small shapes, two rounds (a smoke test, not figures)")
     parser.add_argument("--encodings", help="comma-separated encodings (default: every card, plus flow+adjoint)")
+    parser.add_argument("--shapes", help="comma-separated ARCHITECTURE:LENGTH, e.g. decoder:256,encoder_decoder:64 (default: all five)")
     parser.add_argument("--rounds", type=int, help="timed rounds after the warm-up round (default 5; 2 with --quick)")
     parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
     parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
     parser.add_argument("--out", type=Path, default=Path("results/throughput"), help="where to save the tables (default: results/throughput)")
+
+
+def parse_shapes(text: str) -> tuple[Shape, ...]:
+    """Shapes from ``"decoder:256,encoder_decoder:64"``.
+
+    Raises:
+        ValueError: for an unknown architecture or a length that is not a positive integer.
+    """
+    shapes = []
+    for item in text.split(","):
+        architecture, _, length = item.strip().partition(":")
+        if architecture not in VOCAB_SIZE or not length.isdigit() or int(length) < 1:
+            raise ValueError(f"--shapes expects ARCHITECTURE:LENGTH with ARCHITECTURE one of {', '.join(VOCAB_SIZE)}; got {item!r}")
+        shapes.append(Shape(architecture, int(length)))
+    return tuple(shapes)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -369,7 +399,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ValueError: for fewer than 1 round or tokens.
     """
-    settings = Settings(shapes=QUICK if args.quick else FULL, rounds=args.rounds or (2 if args.quick else 5),
+    settings = Settings(shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL, rounds=args.rounds or (2 if args.quick else 5),
                         tokens_per_batch=args.tokens or (512 if args.quick else 8192), device=resolve_device(args.device),
                         encodings=tuple(args.encodings.split(",")) if args.encodings else None, peer=not args.no_peer)
     if settings.rounds < 1 or settings.tokens_per_batch < 1:

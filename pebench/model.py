@@ -6,9 +6,11 @@ sec. 3.4) and tied with the output projection. Position enters only through the 
 encoding plugin (see :mod:`pebench.encodings.base`); attention runs on
 ``torch.nn.functional.scaled_dot_product_attention`` unless the plugin owns it.
 
-Padding is on the right and token id 0. Padded keys never receive weight; every query row keeps
-at least one allowed key (position 0 is never padding, and causal rows see themselves), so no
-row is NaN and an example's outputs do not depend on the longer examples batched with it.
+Padding is on the right and token id 0. Padded keys never receive weight from a real token (in
+causal self-attention they lie in its future; encoder and cross-attention mask them); every
+query row keeps at least one allowed key (position 0 is never padding, and causal rows see
+themselves), so no row is NaN and an example's outputs do not depend on the longer examples
+batched with it.
 Shapes: b batch, s sequence (s_s source, s_t target), d model width, V vocabulary.
 """
 
@@ -163,7 +165,10 @@ class Transformer(nn.Module):
         source_pos = self.encoding.positions(source.shape[1], tokens.device) if source is not None else pos
         self.encoding.prepare(int(max(pos.max(), source_pos.max())) + 1, tokens.device)  # once per pass
         memory = self._encode(source, source_pos) if source is not None else None
-        allowed = (pos[None, :] <= pos[:, None])[None, None] & (tokens != PAD)[:, None, None, :]  # [b, 1, s_t, s_t]
+        # Right padding under a causal mask: every key a real token may see is real (padding comes
+        # after it), so the causal mask alone keeps padding out of real tokens' outputs; padded rows
+        # are never scored. One [1, 1, s, s] mask serves the whole batch, and biases stay [1, h, s, s].
+        allowed = (pos[None, :] <= pos[:, None])[None, None]  # [1, 1, s_t, s_t]
         return self._decode(tokens, pos, allowed, memory, None)
 
     def encode(self, source: Tensor) -> Memory:

@@ -93,8 +93,9 @@ def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], over
     return cells
 
 
-class Stop(Exception):
-    """SIGTERM during a sweep: stop like Ctrl-C, writing nothing for the run in progress."""
+class Stop(BaseException):
+    """SIGTERM during a sweep: stop like Ctrl-C, writing nothing for the run in progress (a
+    BaseException, so that the failure handling of a run does not record it)."""
 
 
 def _raise_stop(signum, frame):

@@ -92,3 +92,19 @@ def test_bad_sweep_input_exits_2_before_running_anything(tmp_path):
     assert out.returncode == 2 and "unknown encoding 'nosuch'" in out.stderr and not (tmp_path / "runs").exists()
     out = sweep("--tasks", "copy", "--encodings", "rope", "--seeds", "a-b", "--results", str(tmp_path))
     assert out.returncode == 2 and "--seeds expects" in out.stderr
+
+
+def test_sigterm_stops_the_sweep_without_recording_the_run_in_progress(tmp_path):
+    results = tmp_path / "results"
+    grid = ["--tasks", "copy", "--encodings", "nope,sinusoidal,rope", "--seeds", "0", "--results", str(results),
+            "--set", "training.steps=400", "--set", "split.eval_examples=5", "--quiet"]
+    process = sweep(*grid, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not list((results / "runs").rglob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)  # the second run is training
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and "run the same command to continue" in stderr
+    statuses = [json.loads(text)["status"] for text in records(results).values()]
+    assert statuses == ["ok"]  # the interrupted run left no record, failed or otherwise

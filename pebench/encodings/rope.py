@@ -101,7 +101,11 @@ class RoPE(PositionalEncoding):
         return super().train(mode)
 
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
-        return q if site.kind == "cross" else rotate(q, pos, self.inv_freq) * self.multiplier
+        return q if site.kind == "cross" else self._scaled(rotate(q, pos, self.inv_freq))
 
     def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
-        return (k, v) if site.kind == "cross" else (rotate(k, pos, self.inv_freq) * self.multiplier, v)
+        return (k, v) if site.kind == "cross" else (self._scaled(rotate(k, pos, self.inv_freq)), v)
+
+    def _scaled(self, x: Tensor) -> Tensor:
+        """YaRN's attention temperature on q and k; no extra pass over them when it is 1."""
+        return x if self.multiplier == 1.0 else x * self.multiplier
