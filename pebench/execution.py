@@ -22,7 +22,7 @@ import torch
 from .cards import apply_overrides, encoding_card, task_card
 from .data import DataNotFoundError
 from .protocol import Protocol, resolve
-from .records import json_safe, new_record, record_path, write_record
+from .records import git_commit, json_safe, new_record, record_path, write_record
 from .registry import UnknownNameError
 from .train import RunSetup, run, set_up
 
@@ -57,6 +57,7 @@ def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], re
         UnknownNameError: an unknown task or encoding (the message lists the known ones).
         ValueError, TypeError: a malformed override or an impossible protocol (says why).
     """
+    git_commit()  # read now, while the checkout still holds the code this process loaded
     task, encoding = task_card(task_name), encoding_card(encoding_name)
     apply_overrides(task, encoding, overrides)
     protocol = resolve(task)

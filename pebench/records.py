@@ -9,6 +9,7 @@ of one.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -31,8 +32,10 @@ def record_path(results: Path, task: str, encoding: str, seed: int, overrides: l
     return Path(results) / "runs" / task / encoding / f"seed{seed}{suffix}.json"
 
 
+@functools.cache
 def git_commit() -> str | None:
-    """The commit of the pebench source tree, when it is a git checkout."""
+    """The commit of the pebench source tree, when it is a git checkout; asked once per process,
+    so that every record of a sweep names the commit whose code the process loaded."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
