@@ -47,7 +47,7 @@ from torch import nn
 from .cards import encoding_card, encoding_cards, task_card
 from .model import ModelConfig, Transformer
 from .registry import ENCODINGS, plugin
-from .train import autocast, resolve_device
+from .train import sync_device, autocast, resolve_device
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
 VARIANTS = {"flow+adjoint": ("flow", {"adjoint": True})}  # name -> (card, params it changes)
@@ -191,17 +191,12 @@ class Bench:
             self.model(*self.inputs)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def timed(call: Callable[[], None], device: torch.device) -> float:
     """Wall seconds of ``call()``, the device synchronised before and after."""
-    _sync(device)
+    sync_device(device)
     tick = time.perf_counter()
     call()
-    _sync(device)
+    sync_device(device)
     return time.perf_counter() - tick
 
 
@@ -213,11 +208,11 @@ def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float | No
     """Memory that ``call()`` needs above what is held before it, in MiB (see the module
     docstring); None where it cannot be measured."""
     if device.type == "cuda":
-        _sync(device)
+        sync_device(device)
         before = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
         call()
-        _sync(device)
+        sync_device(device)
         return (torch.cuda.max_memory_allocated(device) - before) / 2**20
     try:
         Path("/proc/self/clear_refs").write_text("5")  # reset the peak resident set to the current one
@@ -243,7 +238,6 @@ TIMING_THRESHOLD = 32 << 20  # glibc's own upper bound, where its dynamic thresh
 
 def measure_shape(shape: Shape, chosen: list[Contender], settings: Settings, progress: Callable[[str], None]) -> list[dict]:
     """Interleaved rounds over every contender at one shape. Returns one row per contender."""
-    generator = torch.Generator().manual_seed(0)
     benches, rows = [], {}
     if settings.device.type == "cpu":
         _mmap_threshold(MEASURING_THRESHOLD)
@@ -251,7 +245,7 @@ def measure_shape(shape: Shape, chosen: list[Contender], settings: Settings, pro
         row = {"contender": contender.name, "implementation": contender.implementation, "shape": str(shape),
                "architecture": shape.architecture, "length": shape.length, "batch": settings.batch_size(shape)}
         try:
-            bench = Bench(contender, shape, settings, generator)
+            bench = Bench(contender, shape, settings, torch.Generator().manual_seed(0))  # the same batch for all
             row["parameters"] = sum(p.numel() for p in bench.model.parameters())
             row["train_peak_mb"] = peak_memory_mb(bench.train_step, settings.device)  # the warm-up round
             row["eval_peak_mb"] = peak_memory_mb(bench.eval_forward, settings.device)
@@ -263,6 +257,9 @@ def measure_shape(shape: Shape, chosen: list[Contender], settings: Settings, pro
         _mmap_threshold(TIMING_THRESHOLD)
     seconds = {kind: {b.contender.name: [] for b in benches} for kind in ("train", "eval")}
     for kind in ("train", "eval"):  # evaluation after training, so that nothing changes the weights between its rounds
+        if kind == "eval":
+            for bench in benches:
+                bench.eval_forward()  # untimed: refills caches the training rounds invalidated (FLOATER's solution)
         for round_index in range(settings.rounds):
             progress(f"{shape}: {kind} round {round_index + 1}/{settings.rounds}")
             shift = round_index % max(1, len(benches))
@@ -339,7 +336,8 @@ def render(table: pd.DataFrame, table_format: str = "github") -> str:
     return (
         "Absolute figures (median of the timed rounds)\n\n"
         + tabulate(absolute, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
-        + "\n\nStep time relative to NoPE in the same shape (1.10 = 10% slower)\n\n"
+        + "\n\nStep time relative to NoPE in the same shape (1.10 = 10% slower); last column: pebench's training"
+        + " tokens/s over x-transformers' with the same option (> 1 = pebench faster)\n\n"
         + tabulate(ratio_table, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
         + "\n"
     )
@@ -407,8 +405,9 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ValueError: for fewer than 1 round or tokens.
     """
-    settings = Settings(shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL, rounds=args.rounds or (2 if args.quick else 5),
-                        tokens_per_batch=args.tokens or (512 if args.quick else 8192), device=resolve_device(args.device),
+    settings = Settings(shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL,
+                        rounds=args.rounds if args.rounds is not None else 2 if args.quick else 5,
+                        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else 8192, device=resolve_device(args.device),
                         encodings=tuple(args.encodings.split(",")) if args.encodings else None, peer=not args.no_peer)
     if settings.rounds < 1 or settings.tokens_per_batch < 1:
         raise ValueError(f"--rounds and --tokens must be at least 1; got {settings.rounds} and {settings.tokens_per_batch}")

@@ -157,8 +157,7 @@ def command_bench(args) -> int:
     print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
     table = bench.run_benchmark(settings, progress=lambda message: print(message, file=sys.stderr))
     print(bench.render(table, "simple"))
-    command = "pebench bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"] else "pebench bench"
-    print(f"written: {bench.write(table, settings, args.out, command.strip())}")
+    print(f"written: {bench.write(table, settings, args.out, ' '.join(['pebench', *args.argv]))}")
     return 0
 
 
@@ -168,7 +167,9 @@ def _fail(error: Exception) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    args.argv = argv
     try:
         return {"run": command_run, "list": command_list, "report": command_report, "bench": command_bench, "sweep": command_sweep}[args.command](args)
     except BrokenPipeError:  # `pebench list | head`: the reader left; say nothing more

@@ -45,9 +45,21 @@ class Planned:
         return f"{self.task['name']}/{self.encoding['name']}/seed{self.seed}"
 
     def matches(self, record: dict) -> bool:
-        """True when ``record`` was made from these very cards and overrides."""
-        same = lambda card: json.loads(json.dumps(json_safe(card)))  # noqa: E731  (as stored)
-        return record.get("task") == same(self.task) and record.get("encoding") == same(self.encoding) and record.get("overrides") == sorted(self.overrides)
+        """True when ``record`` was made from these cards and overrides. Descriptions and
+        references are prose and do not count; a changed default inside a plugin's code is not
+        seen (the record's git commit says which code ran)."""
+        return _behaviour(record.get("task", {})) == _behaviour(self.task) and _behaviour(record.get("encoding", {})) == _behaviour(
+            self.encoding) and _canonical(record.get("overrides", [])) == _canonical(self.overrides)
+
+
+def _behaviour(card: dict) -> dict:
+    """A card as stored in records, without its prose."""
+    stored = json.loads(json.dumps(json_safe(card)))
+    return {key: value for key, value in stored.items() if key not in ("description", "reference")}
+
+
+def _canonical(overrides: list[str]) -> list[str]:
+    return sorted(o.replace(" ", "") for o in overrides)
 
 
 def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path) -> Planned:

@@ -111,7 +111,7 @@ def load_records(results: Path) -> list[dict]:
 def to_frame(records: list[dict]) -> pd.DataFrame:
     """One row per (successful run, bucket): task, encoding (with ``@<hash>`` for overridden
     configurations), seed, bucket, lo, hi, in_distribution, n, the name of the task's primary
-    metric, the model's architecture, the length unit, each metric's value, the run's own throughputs and the
+    metric, the model's architecture, the length unit, the longest training length, each metric's value, the run's own throughputs and the
     encoding's parameter count."""
     rows = []
     for record in records:
@@ -133,6 +133,7 @@ def to_frame(records: list[dict]) -> pd.DataFrame:
                 "primary_metric": primary,
                 "architecture": record["model"]["architecture"],
                 "unit": record["task"]["split"].get("unit", "tokens"),
+                "train_max": record["task"]["split"]["train"][1],
                 **{name: metrics.get(name, float("nan")) for name in record["task"]["metrics"]["names"]},
                 "train_tokens_per_second": record["training"]["tokens_per_second"],
                 "eval_tokens_per_second": bucket["eval_tokens_per_second"],

@@ -27,7 +27,6 @@ from tabulate import tabulate
 from .protocol import METRICS
 
 BENCH_LENGTH = 256
-THROUGHPUT_COLUMNS = ["train tok/s", "train step vs NoPE", "eval step vs NoPE"]
 FORMATS = {"md": "github", "tex": "latex_booktabs", "html": "html"}
 
 
@@ -35,6 +34,7 @@ def _per_run(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per (encoding, seed): ID, OOD score and every bucket's value of ``metric``."""
     keys = ["encoding", "seed"]
     wide = frame.pivot_table(index=keys, columns="bucket", values=metric, aggfunc="first", dropna=False)
+    wide = wide.loc[pd.MultiIndex.from_frame(frame[keys].drop_duplicates())]  # only the runs that exist
     ood_labels = list(dict.fromkeys(frame.loc[~frame.in_distribution, "bucket"]))
     id_label = frame.loc[frame.in_distribution, "bucket"].iloc[0]
     runs = pd.DataFrame({"ID": wide[id_label]})
@@ -65,7 +65,8 @@ def leaderboard(frame: pd.DataFrame, metric: str | None = None, throughput: pd.D
 
 def bench_columns(throughput: pd.DataFrame, architecture: str) -> pd.DataFrame:
     """The benchmark's pebench rows at :data:`BENCH_LENGTH` in ``architecture``, indexed by
-    encoding card, as :data:`THROUGHPUT_COLUMNS`. A configuration run with overrides
+    encoding card: training tokens/s, training and evaluation step time over NoPE's. A
+    configuration run with overrides
     (``name@hash``) has no row of its own."""
     rows = throughput[(throughput.implementation == "pebench") & (throughput.architecture == architecture) & (throughput.length == BENCH_LENGTH)]
     rows = rows.set_index("contender")
@@ -130,12 +131,13 @@ def render(task: str, frame: pd.DataFrame, table_format: str, throughput: pd.Dat
 
 
 def overall(frame: pd.DataFrame) -> pd.DataFrame:
-    """Encodings ranked within each task by the primary metric's OOD score (1 = best), with
-    their mean rank over the tasks they ran; sorted by mean rank."""
+    """Encodings ranked within each task by the primary metric's OOD score (1 = best; no score,
+    e.g. an unrepresentable bucket, ranks last), with their mean rank over the tasks they ran;
+    sorted by mean rank."""
     ranks = {}
     for task, rows in sorted(frame.groupby("task")):
         board = leaderboard(rows).set_index("encoding")
-        ranks[task] = board["OOD mean"].rank(ascending=False, method="average")
+        ranks[task] = board["OOD mean"].rank(ascending=False, method="average", na_option="bottom")
     table = pd.DataFrame(ranks)
     table.insert(0, "mean rank", table.mean(axis=1))
     table.insert(1, "tasks", table.drop(columns="mean rank").notna().sum(axis=1))
@@ -153,13 +155,14 @@ def display_overall(table: pd.DataFrame) -> pd.DataFrame:
 def plot(task: str, frame: pd.DataFrame, path: Path) -> None:
     """PNG of the primary metric against sequence length, one line per encoding (mean over
     seeds, ± std band), each bucket at its midpoint (an open last bucket at 1.25x its lower
-    edge), the longest training length marked."""
+    edge), the longest training length (the card's ``split.train`` maximum) marked."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     metric = frame["primary_metric"].iloc[0]
+    frame = frame.assign(hi=pd.to_numeric(frame["hi"], errors="coerce").fillna(float("inf")))  # open last bucket
     x_of = lambda lo, hi: (lo + hi) / 2 if hi != float("inf") else 1.25 * lo  # noqa: E731
     figure, axes = plt.subplots(figsize=(9, 4.8), dpi=100)
     colors = plt.get_cmap("tab20").colors
@@ -169,7 +172,7 @@ def plot(task: str, frame: pd.DataFrame, path: Path) -> None:
         color = colors[index % len(colors)]
         axes.plot(x, rows["mean"], marker="o", markersize=3, label=encoding, color=color)
         axes.fill_between(x, rows["mean"] - rows["std"].fillna(0), rows["mean"] + rows["std"].fillna(0), color=color, alpha=0.15, linewidth=0)
-    train_max = frame.loc[frame.in_distribution, "hi"].iloc[0]
+    train_max = frame["train_max"].iloc[0]
     axes.axvline(train_max, color="black", linestyle="--", linewidth=1, label=f"training maximum ({train_max:g})")
     axes.set(xlabel=f"length ({frame['unit'].iloc[0]}; bucket midpoints)", ylabel=metric,
              title=f"{task}: {metric} against length (mean ± std over seeds)")

@@ -31,13 +31,10 @@ from . import execution
 from .execution import Planned
 from .records import is_complete, new_record, write_record
 
-STATES = ("done", "failed", "stale", "missing")
-
-
 @dataclass
 class Cell:
     planned: Planned
-    state: str  # one of STATES
+    state: str  # "done", "failed", "stale" or "missing"
 
 
 def names(requested: str, known: dict, kind: str) -> list[str]:
@@ -129,10 +126,11 @@ def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progre
 
 def _run_cell(planned: Planned, device: torch.device, progress: bool) -> dict:
     """One run as ``pebench run`` does it, except that a run whose set-up fails (missing data,
-    an encoding that cannot represent the lengths) is recorded as failed too."""
+    an encoding that cannot represent the lengths, a plugin that raises) is recorded as failed
+    too."""
     try:
         setup, data_seconds = execution.prepare(planned)
-    except execution.BAD_INPUT as error:
+    except Exception as error:  # recorded, so the sweep goes on; Ctrl-C and Stop pass
         record = execution.record_failure(new_record(planned.task, planned.encoding, planned.seed, planned.overrides), error)
         write_record(planned.path, record)
         return record

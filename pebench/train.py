@@ -53,7 +53,8 @@ def autocast(device: torch.device) -> torch.autocast:
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
 
 
-def _sync(device: torch.device) -> None:
+def sync_device(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA), so that wall-clock timings are honest."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -108,7 +109,7 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=not progress, leave=False)
     for step in bar:
         batch = pack(next(batches), protocol.model.architecture).to(device)
-        _sync(device)
+        sync_device(device)
         tick = time.perf_counter()
         loss = _loss(model, batch, config.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
@@ -116,7 +117,7 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
         nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
-        _sync(device)
+        sync_device(device)
         if step >= warmup:
             timed_tokens += batch.num_tokens
             timed_seconds += time.perf_counter() - tick
@@ -150,11 +151,11 @@ def evaluate_bucket(model: Transformer, protocol: Protocol, examples: list[Examp
         model(batches[0].tokens, batches[0].source)  # warm-up (and FLOATER's cached solve)
     exact, correct_tokens, tokens, seconds = 0, 0, 0, 0.0
     for batch in batches:
-        _sync(device)
+        sync_device(device)
         tick = time.perf_counter()
         with autocast(device):
             predictions = model(batch.tokens, batch.source).argmax(-1)
-        _sync(device)
+        sync_device(device)
         seconds += time.perf_counter() - tick
         scored = batch.labels != IGNORE
         hits = (predictions == batch.labels) & scored
@@ -185,11 +186,11 @@ def decode_bucket(model: Transformer, protocol: Protocol, examples: list[Example
     for start in range(0, len(order), size):
         chunk = order[start : start + size]
         source = pack([examples[i] for i in chunk], protocol.model.architecture).source.to(device)
-        _sync(device)
+        sync_device(device)
         tick = time.perf_counter()
         with autocast(device):
             generated = generate(model, source, protocol.decoding)
-        _sync(device)
+        sync_device(device)
         seconds += time.perf_counter() - tick
         tokens += int((source != PAD).sum()) + sum(len(g) + 1 for g in generated)
         for i, ids in zip(chunk, generated):

@@ -21,7 +21,6 @@ def test_quick_benchmark_measures_every_contender_and_saves_the_tables(tmp_path)
     assert sorted(set(pebench_rows.contender)) == ["flow", "flow+adjoint", "nope", "relative", "rope"]
     assert sorted(set(table["shape"])) == ["dec 32", "enc-dec 32"] and len(pebench_rows) == 10
     assert (pebench_rows.train_tokens_per_second > 0).all() and (pebench_rows.eval_tokens_per_second > 0).all()
-    assert (table[table.contender == "nope"].train_vs_nope == 1).all()
     peer = table[table.implementation == "x-transformers"]
     assert list(peer.contender) == ["x-transformers:rope"] and list(peer["shape"]) == ["dec 32"]  # decoder-only peer
     rope = table[(table.contender == "rope") & (table["shape"] == "dec 32")].iloc[0]

@@ -77,6 +77,8 @@ def test_a_record_made_from_another_card_is_stale(tmp_path):
               "buckets": [{}] * len(planned.task["split"]["buckets"])}
     write_record(planned.path, record)
     assert state_of(planned) == "done"
+    write_record(planned.path, {**record, "encoding": {**planned.encoding, "description": "reworded"}, "overrides": ["training.steps = 5"]})
+    assert state_of(planned) == "done"  # prose and spacing do not make a record stale
     write_record(planned.path, {**record, "encoding": {**planned.encoding, "params": {"base": 500.0}}})
     assert state_of(planned) == "stale"
     write_record(planned.path, {**record, "status": "failed"})
