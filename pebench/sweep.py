@@ -102,8 +102,9 @@ def _raise_stop(signum, frame):
 def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progress: bool = True) -> dict:
     """Run the cells that need it; return the summary: counts per outcome, the failures
     (label, error), wall seconds and whether the sweep was interrupted."""
-    todo = [c for c in cells if c.state in ("missing", "stale") or (retry_failed and c.state == "failed")]
-    summary = {"grid": len(cells), "skipped": Counter(c.state for c in cells if c not in todo), "ok": 0, "failed": [], "interrupted": False}
+    runs = [c.state in ("missing", "stale") or (retry_failed and c.state == "failed") for c in cells]
+    todo = [cell for cell, needed in zip(cells, runs) if needed]
+    summary = {"skipped": Counter(cell.state for cell, needed in zip(cells, runs) if not needed), "ok": 0, "failed": [], "interrupted": False}
     started = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _raise_stop)
     bar = tqdm(todo, desc="sweep", unit="run", disable=not progress)
