@@ -292,9 +292,9 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def run_benchmark(settings: Settings, progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
-    """Measure every contender at every shape; one row per (contender, shape), with ratios."""
-    chosen = contenders(settings)
+def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
+    """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
+    with ratios."""
     rows = [row for shape in settings.shapes for row in measure_shape(shape, chosen, settings, progress)]
     table = pd.DataFrame(rows)
     for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):

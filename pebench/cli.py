@@ -155,7 +155,7 @@ def command_bench(args) -> int:
         return _fail(error)
     names = ", ".join(c.name for c in chosen)
     print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
-    table = bench.run_benchmark(settings, progress=lambda message: print(message, file=sys.stderr))
+    table = bench.run_benchmark(settings, chosen, progress=lambda message: print(message, file=sys.stderr))
     print(bench.render(table, "simple"))
     print(f"written: {bench.write(table, settings, args.out, ' '.join(['pebench', *args.argv]))}")
     return 0

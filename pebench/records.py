@@ -111,8 +111,9 @@ def load_records(results: Path) -> list[dict]:
 def to_frame(records: list[dict]) -> pd.DataFrame:
     """One row per (successful run, bucket): task, encoding (with ``@<hash>`` for overridden
     configurations), seed, bucket, lo, hi, in_distribution, n, the name of the task's primary
-    metric, the model's architecture, the length unit, the longest training length, each metric's value, the run's own throughputs and the
-    encoding's parameter count."""
+    metric, the model's architecture, the length unit, the longest training length, each
+    metric's value and the encoding's parameter count (throughput comes from the benchmark,
+    :mod:`pebench.bench`, not from runs)."""
     rows = []
     for record in records:
         if not is_complete(record):
@@ -135,8 +136,6 @@ def to_frame(records: list[dict]) -> pd.DataFrame:
                 "unit": record["task"]["split"].get("unit", "tokens"),
                 "train_max": record["task"]["split"]["train"][1],
                 **{name: metrics.get(name, float("nan")) for name in record["task"]["metrics"]["names"]},
-                "train_tokens_per_second": record["training"]["tokens_per_second"],
-                "eval_tokens_per_second": bucket["eval_tokens_per_second"],
                 "encoding_parameters": record["parameters"]["encoding"],
             })
     return pd.DataFrame(rows)
