@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .encodings.base import Geometry, PositionalEncoding, Site
+from .encodings.base import Geometry, PositionalEncoding, Site, causal_mask
 
 PAD = 0
 ARCHITECTURES = ("decoder", "encoder_decoder")
@@ -168,7 +168,7 @@ class Transformer(nn.Module):
         # Right padding under a causal mask: every key a real token may see is real (padding comes
         # after it), so the causal mask alone keeps padding out of real tokens' outputs; padded rows
         # are never scored. One [1, 1, s, s] mask serves the whole batch, and biases stay [1, h, s, s].
-        allowed = (pos[None, :] <= pos[:, None])[None, None]  # [1, 1, s_t, s_t]
+        allowed = causal_mask(tokens.shape[1], tokens.device)  # [1, 1, s_t, s_t]
         return self._decode(tokens, pos, allowed, memory, None)
 
     def encode(self, source: Tensor) -> Memory:

@@ -54,3 +54,29 @@ def test_model_rejects_bad_shapes():
         ModelConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="architecture must be one of"):
         ModelConfig(architecture="encoder")
+
+
+def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
+    from pebench.encodings import base
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = base.causal_mask(6, q.device)
+    assert base.causal_mask(6, q.device) is mask  # one shared tensor per (length, device)
+    logits = (q @ k.transpose(-1, -2)) / 2.0  # sqrt(d_h) = 2
+    logits = logits.masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf"))
+    expected = logits.softmax(-1) @ v
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return sdpa(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base.F, "scaled_dot_product_attention", spy)
+        fast = base.scaled_dot_product(q, k, v, mask)
+        explicit = base.scaled_dot_product(q, k, v, mask.clone())
+    assert calls == [{"is_causal": True}, {"attn_mask": calls[1]["attn_mask"]}]
+    torch.testing.assert_close(fast, expected)
+    torch.testing.assert_close(explicit, expected)

@@ -23,6 +23,7 @@ Shapes: b batch, h heads, s (q, k) sequence, d model width, d_h head width.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -84,6 +85,15 @@ class Geometry:
         return {site: i for i, site in enumerate(s for s in self.sites if s.kind == "self")}
 
 
+@functools.lru_cache(maxsize=16)
+def causal_mask(length: int, device: torch.device) -> Tensor:
+    """The causal self-attention mask ``[1, 1, length, length]`` (bool, True on and below the
+    diagonal: token i sees tokens 0..i). One tensor per (length, device) is shared by every
+    caller, so :func:`scaled_dot_product` recognises it by identity, with no comparison and no
+    device sync, and lets SDPA skip the masked blocks (``is_causal``)."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
+
+
 def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: Tensor | None = None) -> Tensor:
     """softmax(q k^T / sqrt(d_h) + bias) v over the allowed keys (Vaswani et al. 2017, eq. 1).
 
@@ -91,12 +101,15 @@ def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: T
         q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
         allowed: bool, broadcastable to ``[b, h, s_q, s_k]``; True where the query may attend.
             Every query row must allow at least one key (the model guarantees it), so no row
-            is ever NaN.
+            is ever NaN. The shared :func:`causal_mask` without a bias takes SDPA's
+            ``is_causal`` path.
         bias: float, broadcastable to ``[b, h, s_q, s_k]``, added to the scaled logits.
     Returns:
         ``[b, h, s_q, d_h]``.
     """
     if bias is None:
+        if allowed is causal_mask(q.shape[-2], q.device):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
     mask = bias.to(q.dtype).masked_fill(~allowed, float("-inf"))
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
