@@ -10,14 +10,16 @@ weights now fixed, as in evaluation (FLOATER serves its cached solution). Figure
 over the rounds after the warm-up round. *Ratio to NoPE* is a contender's step time over NoPE's in the
 same shape (1.10 = 10% slower).
 
-Peak memory is measured in the warm-up round: on CUDA, torch's peak allocated bytes during the
-call; on Linux CPUs, the process's peak resident set (VmHWM, reset through
-``/proc/self/clear_refs``) above the resident set before the call, with glibc's mmap threshold
-held at 1 MiB during the warm-up round so that every large tensor is a mapping of its own,
-returned to the system when freed (by default glibc raises the threshold as blocks are freed
-and then keeps freed memory resident, hiding what a call needs). The timed rounds run with the
-threshold at 32 MiB, where glibc's own adjustment settles, since a mapping per tensor slows
-every step; elsewhere memory is not measured.
+Peak memory is measured first, at every shape, in each contender's first training step and
+evaluation forward: on CUDA, torch's peak allocated bytes during the call; on Linux CPUs, the
+process's peak resident set (VmHWM, reset through ``/proc/self/clear_refs``) above the resident
+set before the call, with glibc's mmap threshold held at 1 MiB so that every large tensor is a
+mapping of its own, returned to the system when freed (by default glibc raises the threshold as
+blocks are freed and then keeps freed memory resident, hiding what a call needs). Only then do
+the timed rounds run, with the threshold at 32 MiB, where glibc's own adjustment settles, since
+a mapping per tensor slows every step: blocks freed in them stay in glibc's free lists, where a
+later measurement would reuse them unseen (measured shape by shape, the later shapes read
+0 MiB). Elsewhere memory is not measured.
 
 Contenders: every encoding card, FLOATER with the adjoint method (``flow+adjoint``), and, when
 x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
@@ -221,7 +223,7 @@ def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float | No
         call()
         return None
     call()
-    return (_status_kib("VmHWM") - before) / 1024
+    return max(0.0, (_status_kib("VmHWM") - before) / 1024)
 
 
 def _mmap_threshold(size: int) -> None:
@@ -236,43 +238,62 @@ MEASURING_THRESHOLD = 1 << 20  # every large tensor mapped on its own while memo
 TIMING_THRESHOLD = 32 << 20  # glibc's own upper bound, where its dynamic threshold settles: timing as usual
 
 
-def measure_shape(shape: Shape, chosen: list[Contender], settings: Settings, progress: Callable[[str], None]) -> list[dict]:
-    """Interleaved rounds over every contender at one shape. Returns one row per contender."""
-    benches, rows = [], {}
-    if settings.device.type == "cpu":
-        _mmap_threshold(MEASURING_THRESHOLD)
+def build_benches(shape: Shape, chosen: list[Contender], settings: Settings) -> tuple[dict[str, dict], list[Bench]]:
+    """The contenders that serve ``shape``'s architecture, built with the same batch: a row for
+    each (name -> row) and a :class:`Bench` for each that could be built."""
+    rows, benches = {}, []
     for contender in (c for c in chosen if shape.architecture in c.architectures):
         row = {"contender": contender.name, "implementation": contender.implementation, "shape": str(shape),
                "architecture": shape.architecture, "length": shape.length, "batch": settings.batch_size(shape)}
         try:
             bench = Bench(contender, shape, settings, torch.Generator().manual_seed(0))  # the same batch for all
             row["parameters"] = sum(p.numel() for p in bench.model.parameters())
-            row["train_peak_mb"] = peak_memory_mb(bench.train_step, settings.device)  # the warm-up round
-            row["eval_peak_mb"] = peak_memory_mb(bench.eval_forward, settings.device)
             benches.append(bench)
         except Exception as error:  # a contender that cannot run this shape is reported, not fatal
-            row["error"] = f"{type(error).__name__}: {error}".splitlines()[0][:160]
+            row["error"] = _describe(error)
         rows[contender.name] = row
-    if settings.device.type == "cpu":
-        _mmap_threshold(TIMING_THRESHOLD)
+    return rows, benches
+
+
+def _describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}".splitlines()[0][:160]
+
+
+def measure_memory(shape: Shape, chosen: list[Contender], settings: Settings) -> dict[str, dict]:
+    """Rows (name -> row) with each contender's peak memory in its first training step and its
+    first evaluation forward at ``shape``, or the error that stopped it."""
+    rows, benches = build_benches(shape, chosen, settings)
+    for bench in benches:
+        row = rows[bench.contender.name]
+        try:
+            row["train_peak_mb"] = peak_memory_mb(bench.train_step, settings.device)
+            row["eval_peak_mb"] = peak_memory_mb(bench.eval_forward, settings.device)
+        except Exception as error:
+            row["error"] = _describe(error)
+    return rows
+
+
+def measure_speed(shape: Shape, chosen: list[Contender], settings: Settings, rows: dict[str, dict],
+                  progress: Callable[[str], None]) -> None:
+    """Interleaved timed rounds at ``shape`` over the contenders that ran in
+    :func:`measure_memory`, after one untimed warm-up round; adds seconds and tokens/s to ``rows``."""
+    benches = [b for b in build_benches(shape, chosen, settings)[1] if "error" not in rows[b.contender.name]]
     seconds = {kind: {b.contender.name: [] for b in benches} for kind in ("train", "eval")}
     for kind in ("train", "eval"):  # evaluation after training, so that nothing changes the weights between its rounds
-        if kind == "eval":
-            for bench in benches:
-                bench.eval_forward()  # untimed: refills caches the training rounds invalidated (FLOATER's solution)
+        calls = [(b.contender.name, b.train_step if kind == "train" else b.eval_forward) for b in benches]
+        for _, call in calls:  # warm-up; for evaluation it also refills the caches training invalidated (FLOATER's solution)
+            call()
         for round_index in range(settings.rounds):
             progress(f"{shape}: {kind} round {round_index + 1}/{settings.rounds}")
-            shift = round_index % max(1, len(benches))
-            for bench in benches[shift:] + benches[:shift]:
-                call = bench.train_step if kind == "train" else bench.eval_forward
-                seconds[kind][bench.contender.name].append(timed(call, settings.device))
+            shift = round_index % max(1, len(calls))
+            for name, call in calls[shift:] + calls[:shift]:
+                seconds[kind][name].append(timed(call, settings.device))
     for bench in benches:
         row = rows[bench.contender.name]
         row["train_seconds"] = statistics.median(seconds["train"][bench.contender.name])
         row["eval_seconds"] = statistics.median(seconds["eval"][bench.contender.name])
         row["train_tokens_per_second"] = bench.num_tokens / row["train_seconds"]
         row["eval_tokens_per_second"] = bench.num_tokens / row["eval_seconds"]
-    return list(rows.values())
 
 
 def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
@@ -295,8 +316,18 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
 def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
     """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
     with ratios."""
-    rows = [row for shape in settings.shapes for row in measure_shape(shape, chosen, settings, progress)]
-    table = pd.DataFrame(rows)
+    cpu = settings.device.type == "cpu"
+    if cpu:
+        _mmap_threshold(MEASURING_THRESHOLD)
+    rows = {}
+    for shape in settings.shapes:  # memory first, every shape, before any timed round (module docstring)
+        progress(f"{shape}: memory")
+        rows[shape] = measure_memory(shape, chosen, settings)
+    if cpu:
+        _mmap_threshold(TIMING_THRESHOLD)
+    for shape in settings.shapes:
+        measure_speed(shape, chosen, settings, rows[shape], progress)
+    table = pd.DataFrame([row for shape in settings.shapes for row in rows[shape].values()])
     for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
         if column not in table:
             table[column] = float("nan") if column != "error" else None

@@ -159,10 +159,11 @@ class Flow(PositionalEncoding):
             self._solution = torch.cat((self._solution, further[1:]))
 
     def solution(self, pos: Tensor) -> Tensor:
-        """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos."""
-        if self._solution is None or self._solution.shape[0] <= int(pos.max()):
+        """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos
+        (checked by the index, with no device sync here)."""
+        if self._solution is None:
             raise RuntimeError("Flow.prepare(num_positions) must run before the hooks of a forward pass")
-        return self._solution[pos]
+        return self._solution.index_select(0, pos)
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         if self.placement != "input":
