@@ -374,6 +374,31 @@ def render(table: pd.DataFrame, table_format: str = "github") -> str:
     )
 
 
+SUMMARY = (  # (shape, column, heading, format): the README's table
+    ("dec 256", "train_tokens_per_second", "dec 256 train tok/s", ",.0f"),
+    ("dec 256", "train_vs_nope", "train × NoPE", ".2f"),
+    ("dec 256", "eval_vs_nope", "eval × NoPE", ".2f"),
+    ("dec 1024", "train_vs_nope", "dec 1024 train × NoPE", ".2f"),
+    ("dec 1024", "eval_peak_mb", "dec 1024 eval MiB", ",.0f"),
+    ("enc-dec 256", "train_tokens_per_second", "enc-dec 256 train tok/s", ",.0f"),
+    ("enc-dec 256", "train_vs_nope", "train × NoPE", ".2f"),
+    ("enc-dec 256", "eval_vs_nope", "eval × NoPE", ".2f"),
+    ("dec 256", "train_vs_peer", "vs x-transformers (dec 256)", ".2f"),
+)
+
+
+def summary(table: pd.DataFrame) -> str:
+    """One row per contender at the headline shapes (length 256 of both architectures, and the
+    decoder at 1,024), as the README shows it: the columns of :data:`SUMMARY` that were measured."""
+    columns = [c for c in SUMMARY if c[0] in set(table["shape"])]
+    rows = []
+    for name, by_contender in table.groupby("contender", sort=False):
+        by_shape = by_contender.set_index("shape")
+        rows.append([name] + [_format(by_shape[column].get(shape), pattern) for shape, column, _, pattern in columns])
+    headers = ["contender"] + [heading for _, _, heading, _ in columns]
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True) + "\n"
+
+
 def environment(settings: Settings) -> dict:
     device = settings.device
     return {
@@ -386,8 +411,9 @@ def environment(settings: Settings) -> dict:
 
 
 def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> Path:
-    """Save ``throughput.csv``, ``throughput.md`` (with the command and environment) and
-    ``throughput.json`` (environment) under ``out``; return the Markdown path."""
+    """Save ``throughput.csv``, ``throughput.md`` (with the command and environment),
+    ``summary.md`` (:func:`summary`) and ``throughput.json`` (environment) under ``out``;
+    return the Markdown path."""
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "throughput.csv", index=False, float_format="%.6g")
     env = environment(settings)
@@ -395,6 +421,7 @@ def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> P
     header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
     markdown = out / "throughput.md"
     markdown.write_text("# Throughput\n\n" + header + render(table))
+    (out / "summary.md").write_text(summary(table))
     return markdown
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from pebench.bench import Settings, Shape, contenders, peak_memory_mb, run_benchmark, with_ratios
+from pebench.bench import Settings, Shape, contenders, peak_memory_mb, run_benchmark, summary, with_ratios
 from tests.test_cli import pebench
 
 
@@ -41,6 +41,11 @@ def test_ratios_are_step_times_over_nope_in_the_same_shape():
     assert ratios.train_vs_nope.tolist() == pytest.approx([1.0, 1.5, 1.0, 1.1, 2.2])
     assert ratios.eval_vs_nope.tolist() == pytest.approx([1.0, 1.0, 1.0, 2.0, 1.0])
     assert math.isnan(ratios.train_vs_peer[1]) and ratios.train_vs_peer[3] == pytest.approx(2.0)
+    # The README's summary: the headline shapes measured here (dec 256 only), a row per contender.
+    lines = summary(ratios.assign(eval_peak_mb=float("nan"))).splitlines()
+    cells = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines]
+    assert cells[0] == ["contender", "dec 256 train tok/s", "train × NoPE", "eval × NoPE", "vs x-transformers (dec 256)"]
+    assert cells[2:] == [["nope", "50", "1.00", "1.00", "—"], ["rope", "45", "1.10", "2.00", "2.00"], ["x-transformers:rope", "23", "2.20", "1.00", "—"]]
 
 
 def test_peak_memory_sees_a_tensor_made_inside_the_call():
