@@ -38,7 +38,7 @@ def rotate(x: Tensor, pos: Tensor, inv_freq: Tensor) -> Tensor:
     inv_freq: ``[d_h/2]``. Returns ``[b, h, s, d_h]``.
 
     Written as x * [cos, cos] + [x_2, x_1] * [-sin, sin] (x_1, x_2 the halves of x): three passes
-    over x instead of the six of rotating each half separately (1.5x faster forward and backward
+    over x instead of the seven of rotating each half separately (1.5x faster forward and backward
     at the benchmark's decoder shape)."""
     angles = pos.float()[:, None] * inv_freq  # [s, d_h/2]
     cos, sin = angles.cos(), angles.sin()
