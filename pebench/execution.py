@@ -31,7 +31,8 @@ BAD_INPUT = (UnknownNameError, ValueError, TypeError, RuntimeError, DataNotFound
 
 @dataclass
 class Planned:
-    """A checked run: its resolved cards, seed, overrides, protocol and record path."""
+    """A checked run: its resolved cards, seed, overrides, protocol, record path and the wall
+    seconds resolving the task took (a real-data task loads and tokenizes its corpus there)."""
 
     task: dict
     encoding: dict
@@ -39,6 +40,7 @@ class Planned:
     overrides: list[str]
     protocol: Protocol
     path: Path
+    resolve_seconds: float = 0.0
 
     @property
     def label(self) -> str:
@@ -62,8 +64,10 @@ def _canonical(overrides: list[str]) -> list[str]:
     return sorted(o.replace(" ", "") for o in overrides)
 
 
-def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path) -> Planned:
-    """Resolve the cards with ``overrides`` applied.
+def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path,
+         resolved: dict | None = None) -> Planned:
+    """Resolve the cards with ``overrides`` applied. ``resolved`` (a dict the caller keeps) shares
+    each resolved task between the cells of a sweep, so a corpus is loaded once, not per cell.
 
     Raises:
         UnknownNameError: an unknown task or encoding (the message lists the known ones).
@@ -72,13 +76,19 @@ def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], re
     git_commit()  # read now, while the checkout still holds the code this process loaded
     task, encoding = task_card(task_name), encoding_card(encoding_name)
     apply_overrides(task, encoding, overrides)
-    protocol = resolve(task)
-    return Planned(task, encoding, seed, list(overrides), protocol, record_path(results, task["name"], encoding["name"], seed, overrides))
+    resolved = {} if resolved is None else resolved
+    key = json.dumps(json_safe(task), sort_keys=True)
+    if key not in resolved:
+        tick = time.perf_counter()
+        resolved[key] = (resolve(task), time.perf_counter() - tick)
+    protocol, seconds = resolved[key]
+    path = record_path(results, task["name"], encoding["name"], seed, overrides)
+    return Planned(task, encoding, seed, list(overrides), protocol, path, seconds)
 
 
 def prepare(planned: Planned) -> tuple[RunSetup, float]:
-    """Build the evaluation sets (loading data) and the seeded model; return them and the wall
-    seconds it took (the record's ``data_seconds``).
+    """Build the evaluation sets and the seeded model; return them and the record's
+    ``data_seconds``: the wall seconds of this and of resolving the task (loading its data).
 
     Raises:
         the errors of :data:`BAD_INPUT`: a bad encoding param, missing data, an encoding that
@@ -86,7 +96,7 @@ def prepare(planned: Planned) -> tuple[RunSetup, float]:
     """
     tick = time.perf_counter()
     setup = set_up(planned.protocol, planned.encoding, planned.seed)
-    return setup, time.perf_counter() - tick
+    return setup, planned.resolve_seconds + time.perf_counter() - tick
 
 
 def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float) -> dict:

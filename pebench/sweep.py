@@ -81,11 +81,11 @@ def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], over
     Raises:
         the errors of :func:`pebench.execution.plan` for the first bad cell.
     """
-    cells = []
+    cells, resolved = [], {}
     for seed in seed_list:
         for task in tasks:
             for encoding in encodings:
-                planned = execution.plan(task, encoding, seed, overrides, results)
+                planned = execution.plan(task, encoding, seed, overrides, results, resolved)
                 cells.append(Cell(planned, state_of(planned)))
     return cells
 

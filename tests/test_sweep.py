@@ -110,3 +110,23 @@ def test_sigterm_stops_the_sweep_without_recording_the_run_in_progress(tmp_path)
     assert process.returncode == 130 and "run the same command to continue" in stderr
     statuses = [json.loads(text)["status"] for text in records(results).values()]
     assert statuses == ["ok"]  # the interrupted run left no record, failed or otherwise
+
+
+def test_a_sweep_resolves_each_task_once_and_counts_it_in_every_runs_data_seconds(tmp_path, monkeypatch):
+    from pebench import execution, sweep as sweep_module
+
+    calls = []
+    real = execution.resolve
+
+    def counting(card):
+        calls.append(card["name"])
+        time.sleep(0.05)  # a corpus load, in miniature
+        return real(card)
+
+    monkeypatch.setattr(execution, "resolve", counting)
+    cells = sweep_module.plan_grid(["copy"], ["nope", "rope"], [0, 1], [], tmp_path)
+    assert calls == ["copy"] and len(cells) == 4
+    assert len({id(cell.planned.protocol) for cell in cells}) == 1
+    assert all(cell.planned.resolve_seconds >= 0.05 for cell in cells)
+    _, data_seconds = execution.prepare(cells[0].planned)
+    assert data_seconds >= cells[0].planned.resolve_seconds

@@ -108,7 +108,7 @@ def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: T
         ``[b, h, s_q, d_h]``.
     """
     if bias is None:
-        if allowed is causal_mask(q.shape[-2], q.device):
+        if allowed.shape[-2] == allowed.shape[-1] == q.shape[-2] and allowed is causal_mask(q.shape[-2], q.device):
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
     mask = bias.to(q.dtype).masked_fill(~allowed, float("-inf"))
