@@ -80,3 +80,16 @@ def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
     assert calls == [{"is_causal": True}, {"attn_mask": calls[1]["attn_mask"]}]
     torch.testing.assert_close(fast, expected)
     torch.testing.assert_close(explicit, expected)
+
+
+def test_a_cpu_run_flushes_denormals_to_zero():
+    from pebench.train import resolve_device
+
+    denormal = torch.tensor([1e-39])  # below float32's smallest normal, 1.18e-38
+    torch.set_flush_denormal(False)  # torch's default (an earlier in-process CLI run may have changed it)
+    assert (denormal * 1.0).item() != 0
+    try:
+        assert resolve_device("cpu") == torch.device("cpu")
+        assert (denormal * 1.0).item() == 0
+    finally:
+        torch.set_flush_denormal(False)

@@ -17,13 +17,22 @@ Placement (a card parameter):
 h is two linear layers with a ReLU between them, the time t appended to the input of both
 (the authors' ``flow_func_linear``): h(t, p) = W_2 [relu(W_1 [p; t] + c_1); t] + c_2.
 
-The ODE is solved for the largest position in the batch, never per example. In evaluation
-(no gradient) the solution is cached and reused while the parameters are unchanged; a longer
-sequence is served by integrating further in t from the last cached point.
+The ODE is solved once per forward pass for the largest position in the batch, never per
+example, on the solver's grid tau_j = j * step_size; p(t_i) between grid points is read from the
+cubic Hermite interpolant through the grid values and their slopes h(tau_j, p(tau_j)), the
+standard dense output of a Runge-Kutta solution (Hairer, Norsett and Wanner, "Solving Ordinary
+Differential Equations I", sec. II.6). Its error is O(step^4), the order of RK4 itself, so a grid
+coarser than Delta costs fewer sequential solver steps at the solver's own accuracy; with
+step_size = Delta every position is a grid point and the interpolant returns the solver's values
+exactly. Gradients are exact: backpropagation runs through the solver steps and the interpolant.
+In evaluation (no gradient) the grid solution is cached and reused while the parameters are
+unchanged; a longer sequence is served by integrating further in t from the last grid point.
 Shapes: b batch, h heads, s sequence, d model width, d_h head width, C channels, n positions.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor, nn
@@ -32,7 +41,7 @@ from torchdiffeq import odeint, odeint_adjoint
 from .base import Geometry, PositionalEncoding, Site
 
 PLACEMENTS = ("attention", "input")
-CHUNK = 32  # positions per torchdiffeq call; see Flow.solve
+CHUNK = 32  # grid points per torchdiffeq call; see Flow.integrate
 FIXED_GRID_SOLVERS = ("euler", "midpoint", "heun3", "rk4", "explicit_adams", "implicit_adams")
 
 
@@ -49,7 +58,8 @@ class TimeLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_features))
 
     def forward(self, t: Tensor, x: Tensor) -> Tensor:
-        return nn.functional.linear(x, self.weight, torch.addcmul(self.bias, t.to(x.dtype), self.time_weight))
+        """t: a scalar time, or one time per row of x (``[m, 1, 1]`` for x ``[m, C, in]``)."""
+        return torch.addcmul(nn.functional.linear(x, self.weight, self.bias), t.to(x.dtype), self.time_weight)
 
 
 class FlowDynamics(nn.Module):
@@ -66,7 +76,8 @@ class FlowDynamics(nn.Module):
         self.outer = TimeLinear(hidden, dim)
 
     def forward(self, t: Tensor, p: Tensor) -> Tensor:
-        """dp/dt at time t (scalar tensor) for p: ``[C, d]``. Returns ``[C, d]``."""
+        """dp/dt at time t for p: ``[C, d]`` at a scalar t, or ``[m, C, d]`` at times ``[m, 1, 1]``.
+        Returns p's shape."""
         return self.outer(t, torch.relu(self.inner(t, p)))
 
 
@@ -78,9 +89,10 @@ class Flow(PositionalEncoding):
         placement: ``"attention"`` (q/k/v biases in every attention site) or ``"input"``.
         delta: Delta, the time between consecutive positions (t_i = i * Delta).
         solver: a torchdiffeq method name (``"rk4"``, ``"euler"``, ``"dopri5"``, ...).
-        step_size: fixed solver step; default Delta (one RK4 step per position: within
-            2e-5 of a 20x finer grid at 256 positions, 5x cheaper than Delta / 5).
-            Ignored by adaptive solvers.
+        step_size: the solver's grid spacing in t (default Delta: every position a grid
+            point); fixed-grid solvers take one step per grid interval, adaptive ones choose
+            their own steps between grid points. Positions between grid points are
+            interpolated (cubic Hermite).
         adjoint: backpropagate with the adjoint method (memory O(1) in the solver steps,
             at the cost of a second solve) instead of through the solver's operations.
         hidden: width of h's hidden layer; default d.
@@ -118,26 +130,32 @@ class Flow(PositionalEncoding):
             channels = 3 * len(geometry.sites)
         self.initial = nn.Parameter(torch.randn(channels, geometry.d_model) * init_std)  # p(0): [C, d]
         self.dynamics = FlowDynamics(geometry.d_model, hidden or geometry.d_model)
-        self._solution: Tensor | None = None  # [n, C, d]
+        self._knots: Tensor | None = None  # [m, C, d]: p(j * step_size), cached in evaluation
+        self._solution: Tensor | None = None  # [n, C, d]: p(t_i) for i < n
+        self._channels: tuple[Tensor, ...] = ()  # the C channels of _solution: [n, d] each
         self._cache_key: tuple | None = None
 
-    def solve(self, start: int, end: int, state: Tensor) -> Tensor:
-        """p(t_i) for i in start..end-1, integrating from p(t_start) = state ``[C, d]``.
-        Returns ``[end - start, C, d]``.
+    def grid_points(self, num_positions: int) -> int:
+        """Grid points the interpolation of positions 0..num_positions-1 needs: tau_0 = 0 up to
+        the first grid point past t_{n-1}, so that every position lies inside an interval."""
+        return math.floor((num_positions - 1) * self.delta / self.step_size) + 2
 
-        The span is solved in chunks of :data:`CHUNK` positions, each chunk starting from the
+    def integrate(self, state: Tensor, first: int, last: int) -> Tensor:
+        """p(tau_j) at the grid points j = first..last, from p(tau_first) = state ``[C, d]``.
+        Returns ``[last - first + 1, C, d]``.
+
+        The span is solved in chunks of :data:`CHUNK` grid points, each chunk starting from the
         last state of the one before. torchdiffeq writes its output in place one time point at a
         time, and the backward pass of each write copies the whole output, so one call over n
-        positions costs O(n^2) in backpropagation (1.3 s of a 1.4 s step at n = 256, d = 64, 2 sites);
+        points costs O(n^2) in backpropagation (1.3 s of a 1.4 s step at n = 256, d = 64, 2 sites);
         chunks keep it O(n * CHUNK) and leave the solver steps unchanged."""
         pieces = [state[None]]
-        with torch.autocast(state.device.type, enabled=False):  # the ODE runs in its parameters' dtype, never bf16
-            for first in range(start, end - 1, CHUNK):
-                last = min(first + CHUNK, end - 1)
-                times = torch.arange(first, last + 1, device=state.device, dtype=state.dtype) * self.delta
-                path = self._odeint(state, times)  # [last - first + 1, C, d]
-                pieces.append(path[1:])
-                state = path[-1]
+        for begin in range(first, last, CHUNK):
+            end = min(begin + CHUNK, last)
+            times = torch.arange(begin, end + 1, device=state.device, dtype=state.dtype) * self.step_size
+            path = self._odeint(state, times)  # [end - begin + 1, C, d]
+            pieces.append(path[1:])
+            state = path[-1]
         return torch.cat(pieces)
 
     def _odeint(self, state: Tensor, times: Tensor) -> Tensor:
@@ -146,17 +164,44 @@ class Flow(PositionalEncoding):
             return odeint_adjoint(self.dynamics, state, times, method=self.solver, options=options, adjoint_params=tuple(self.dynamics.parameters()))
         return odeint(self.dynamics, state, times, method=self.solver, options=options)
 
+    def interpolate(self, knots: Tensor, num_positions: int) -> Tensor:
+        """p(t_i) for i = 0..num_positions-1 from the grid solution ``knots`` ``[m, C, d]``
+        (m >= :meth:`grid_points`): on the interval [tau_j, tau_j + H] that holds t_i, with
+        s = (t_i - tau_j) / H, the cubic Hermite polynomial through the values y_j, y_{j+1}
+        and slopes f_j, f_{j+1} = h(tau, y) at both ends (Hairer et al., eq. II.6.7):
+            y(s) = y_j + s H f_j + s^2 (3 (y_{j+1} - y_j) - H (2 f_j + f_{j+1}))
+                   + s^3 (2 (y_j - y_{j+1}) + H (f_j + f_{j+1})).
+        Returns ``[num_positions, C, d]``; at s = 0 exactly y_j."""
+        m, step = knots.shape[0], self.step_size
+        times = torch.arange(m, device=knots.device, dtype=knots.dtype) * step
+        slopes = self.dynamics(times[:, None, None], knots) * step  # H f_j: [m, C, d]
+        y0, y1, f0, f1 = knots[:-1], knots[1:], slopes[:-1], slopes[1:]
+        coefficients = torch.stack((y0, f0, 3 * (y1 - y0) - 2 * f0 - f1, 2 * (y0 - y1) + f0 + f1))  # [4, m - 1, C, d]
+        u = torch.arange(num_positions, device=knots.device, dtype=knots.dtype) * (self.delta / step)  # t_i / H
+        interval = u.floor().clamp(max=m - 2)  # j; clamped so that round-off at the last point stays inside
+        s = u - interval  # [n], in [0, 1]
+        powers = s[None, :] ** torch.arange(4, device=knots.device, dtype=knots.dtype)[:, None]  # [4, n]
+        return (coefficients.index_select(1, interval.long()) * powers[:, :, None, None]).sum(0)
+
     def prepare(self, num_positions: int, device: torch.device) -> None:
-        if self.training or torch.is_grad_enabled():
-            self._solution, self._cache_key = self.solve(0, num_positions, self.initial), None
-            return
-        key = tuple(p._version for p in self.parameters()) + (str(device),)
-        if key != self._cache_key or self._solution is None:
-            self._solution, self._cache_key = self.solve(0, num_positions, self.initial), key
-        elif self._solution.shape[0] < num_positions:
-            cached = self._solution.shape[0]
-            further = self.solve(cached - 1, num_positions, self._solution[-1])
-            self._solution = torch.cat((self._solution, further[1:]))
+        needed = self.grid_points(num_positions)
+        with torch.autocast(device.type, enabled=False):  # the ODE runs in its parameters' dtype, never bf16
+            if self.training or torch.is_grad_enabled():
+                self._knots, self._cache_key = None, None
+                self._set_solution(self.interpolate(self.integrate(self.initial, 0, needed - 1), num_positions))
+                return
+            key = tuple(p._version for p in self.parameters()) + (str(device),)
+            if key != self._cache_key or self._knots is None:
+                self._knots, self._cache_key, self._solution = self.integrate(self.initial, 0, needed - 1), key, None
+            elif self._knots.shape[0] < needed:
+                cached = self._knots.shape[0]
+                further = self.integrate(self._knots[-1], cached - 1, needed - 1)
+                self._knots, self._solution = torch.cat((self._knots, further[1:])), None
+            if self._solution is None or self._solution.shape[0] < num_positions:
+                self._set_solution(self.interpolate(self._knots, num_positions))
+
+    def _set_solution(self, solution: Tensor) -> None:
+        self._solution, self._channels = solution, solution.unbind(1)
 
     def solution(self, pos: Tensor) -> Tensor:
         """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos
@@ -165,10 +210,15 @@ class Flow(PositionalEncoding):
             raise RuntimeError("Flow.prepare(num_positions) must run before the hooks of a forward pass")
         return self._solution.index_select(0, pos)
 
+    def _channel(self, channel: int, pos: Tensor) -> Tensor:
+        """p(t_pos) in one channel: ``[s, d]``. Gathers that channel alone, so that a hook copies
+        (and, in training, scatters the gradient of) s * d values, not s * C * d."""
+        return self._channels[channel].index_select(0, pos)
+
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         if self.placement != "input":
             return x
-        return x + self.solution(pos)[:, self.channel[stack]].to(x.dtype)  # [b, s, d]
+        return x + self._channel(self.channel[stack], pos).to(x.dtype)  # [b, s, d]
 
     def _heads(self, bias: Tensor, like: Tensor) -> Tensor:
         """[s, d] -> [1, h, s, d_h] in the dtype of ``like``."""
@@ -177,11 +227,10 @@ class Flow(PositionalEncoding):
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
         if self.placement != "attention":
             return q
-        return q + self._heads(self.solution(pos)[:, self.channel[site]], q)  # q_i + b_q(t_i)
+        return q + self._heads(self._channel(self.channel[site], pos), q)  # q_i + b_q(t_i)
 
     def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
         if self.placement != "attention":
             return k, v
         c = self.channel[site]
-        biases = self.solution(pos)  # [s_k, C, d]
-        return k + self._heads(biases[:, c + 1], k), v + self._heads(biases[:, c + 2], v)
+        return k + self._heads(self._channel(c + 1, pos), k), v + self._heads(self._channel(c + 2, pos), v)

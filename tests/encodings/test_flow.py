@@ -1,3 +1,4 @@
+import pytest
 import torch
 from torch import nn
 from torchdiffeq import odeint
@@ -34,6 +35,17 @@ def test_zero_dynamics_keep_the_initial_value():
     torch.testing.assert_close(solution, encoding.initial.detach().expand(40, -1, -1), rtol=0, atol=0)
 
 
+class CubicInTime(nn.Module):
+    """h(t, p) = 3 t^2 a, whatever p: the ODE is solved by p(t) = p(0) + t^3 a."""
+
+    def __init__(self, a):
+        super().__init__()
+        self.a = nn.Parameter(a)
+
+    def forward(self, t, p):
+        return (3 * t**2 * self.a).expand_as(p)
+
+
 def test_linear_dynamics_match_the_closed_form():
     # 80 positions span three solver chunks (CHUNK = 32): the chunk joins must not show.
     encoding = flow(delta=0.1)
@@ -44,6 +56,35 @@ def test_linear_dynamics_match_the_closed_form():
     times = torch.arange(80, dtype=torch.float64) * 0.1
     expected = torch.stack([encoding.initial.detach().double() @ torch.linalg.matrix_exp(t * matrix.double()).T for t in times])
     torch.testing.assert_close(got.double(), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_coarser_grid_keeps_the_solvers_accuracy_between_grid_points():
+    # Grid 4 Delta apart: RK4's error is O(step^4), and the cubic Hermite interpolant is of the
+    # same order, so positions between grid points are about as accurate as those on them.
+    encoding = flow(delta=0.1, step_size=0.4).double()
+    matrix = torch.randn(8, 8, dtype=torch.float64) * 0.3
+    encoding.dynamics = Linear(matrix)
+    encoding.prepare(80, torch.device("cpu"))
+    got = encoding.solution(torch.arange(80))
+    times = torch.arange(80, dtype=torch.float64) * 0.1
+    expected = torch.stack([encoding.initial.detach() @ torch.linalg.matrix_exp(t * matrix).T for t in times])
+    error = ((got - expected).norm(dim=-1) / expected.norm(dim=-1)).amax(1)  # [80], relative
+    assert error.max() < 1e-3
+    assert error.max() < 1.5 * error[::4].max()  # the grid points are every 4th position
+
+
+def test_positions_between_grid_points_are_exact_for_a_cubic_solution():
+    # RK4 on an h of t alone is Simpson's rule, exact for the cubic p(0) + t^3 a; the cubic
+    # Hermite interpolant through exact values and slopes is then exact too, between grid points
+    # (t_i = 0.1 i, grid 0.4 apart: s = 1/4, 1/2, 3/4) and at them (s = 0).
+    encoding = flow(delta=0.1, step_size=0.4).double()
+    a = torch.randn(8, dtype=torch.float64)
+    encoding.dynamics = CubicInTime(a)
+    encoding.prepare(23, torch.device("cpu"))
+    times = torch.arange(23, dtype=torch.float64)[:, None, None] * 0.1
+    expected = encoding.initial.detach() + times**3 * a  # [23, C, d]
+    torch.testing.assert_close(encoding.solution(torch.arange(23)), expected, rtol=1e-12, atol=1e-12)
+    assert encoding.grid_points(23) == 7  # t_22 = 2.2 lies in [2.0, 2.4]: grid points 0, 0.4, ..., 2.4
 
 
 def test_gradients_reach_dynamics_and_initial_values():
