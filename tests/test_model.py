@@ -82,6 +82,42 @@ def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
     torch.testing.assert_close(explicit, expected)
 
 
+BLOCKS = {1 << 20: 1, 2 * 7 * 3 * 7 * 8: 3, 3 * 3 * 7 * 8: 15, 3 * 7 * 8: 35}  # block bytes -> blocks, for [5, 3, 7, 7] float64 scores
+
+
+@pytest.mark.parametrize("block_bytes", BLOCKS)  # the whole batch; 2 examples a block; 3 query rows; 1 row
+@pytest.mark.parametrize("padding", [False, True])
+def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(block_bytes, padding):
+    # A learned bias ([1, h, s, s], as T5's) with a gradient sends CPU attention through
+    # in_blocks; reference: the whole masked softmax written out, float64.
+    from pebench.encodings import base
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    bias = torch.randn(1, 3, 7, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    allowed = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # [1, 1, 7, 7]
+    if padding:  # encoder-style key padding: [b, 1, 1, s_k], the last 2 keys of examples 1 and 3
+        allowed = torch.ones(5, 1, 1, 7, dtype=torch.bool)
+        allowed[[1, 3], ..., 5:] = False
+    weights = torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64)
+    logits = (q @ k.transpose(-1, -2)) / 2.0 + bias  # sqrt(d_h) = 2
+    expected = logits.masked_fill(~allowed, float("-inf")).softmax(-1) @ v
+    (expected * weights).sum().backward()
+    expected_grads = [t.grad.clone() for t in (q, k, v, bias)]
+    for t in (q, k, v, bias):
+        t.grad = None
+    calls, block = [], base.attention_block
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "BLOCK_BYTES", block_bytes)
+        patch.setattr(base, "attention_block", lambda *args: calls.append(args[0].shape) or block(*args))
+        got = base.scaled_dot_product(q, k, v, allowed, bias)
+    (got * weights).sum().backward()
+    assert len(calls) == BLOCKS[block_bytes]
+    torch.testing.assert_close(got, expected)
+    for got_grad, expected_grad in zip((t.grad for t in (q, k, v, bias)), expected_grads):
+        torch.testing.assert_close(got_grad, expected_grad)
+
+
 def test_a_cpu_run_flushes_denormals_to_zero():
     from pebench.train import resolve_device
 

@@ -16,12 +16,12 @@ Shapes: b batch, h heads, s sequence, d_h head width, r = 2k+1 offset buckets.
 
 from __future__ import annotations
 
-import math
+import functools
 
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site, scaled_dot_product
+from .base import Geometry, PositionalEncoding, Site, in_blocks, scaled_dot_product
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -52,10 +52,27 @@ class Relative(PositionalEncoding):
         if site.kind == "cross":
             return scaled_dot_product(q, k, v, allowed)
         layer = self.index[site]
-        b, h, s_q, d_h = q.shape
-        offsets = relative_offset_index(q_pos, k_pos, self.clip).expand(b, h, s_q, k.shape[2])  # [b, h, s_q, s_k]
-        per_bucket = q @ self.key_vectors[layer].T  # [b, h, s_q, r]
-        logits = (q @ k.transpose(-1, -2) + per_bucket.gather(-1, offsets)) / math.sqrt(d_h)
-        weights = logits.masked_fill(~allowed, float("-inf")).softmax(dim=-1)  # [b, h, s_q, s_k]
-        weight_per_bucket = torch.zeros_like(per_bucket).scatter_add_(-1, offsets, weights)  # [b, h, s_q, r]
-        return weights @ v + weight_per_bucket @ self.value_vectors[layer]
+        offsets = relative_offset_index(q_pos, k_pos, self.clip)[None, None]  # [1, 1, s_q, s_k]
+        block = functools.partial(relative_attention, self.key_vectors[layer], self.value_vectors[layer])
+        return in_blocks(block, q, k, v, allowed, offsets)
+
+
+def relative_attention(key_vectors: Tensor, value_vectors: Tensor, q: Tensor, k: Tensor, v: Tensor,
+                       allowed: Tensor, offsets: Tensor) -> Tensor:
+    """Eq. 3-4 for one block of queries (see :func:`~pebench.encodings.base.in_blocks`).
+
+    Args:
+        key_vectors, value_vectors: w^K, w^V of the layer, ``[r, d_h]``.
+        q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
+        allowed: bool, broadcastable to ``[b, h, s_q, s_k]``.
+        offsets: the bucket of each (query, key), broadcastable to ``[b, h, s_q, s_k]``.
+    Returns:
+        ``[b, h, s_q, d_h]``.
+    """
+    b, h, s_q, d_h = q.shape
+    offsets = offsets.expand(b, h, s_q, k.shape[2])
+    per_bucket = q @ key_vectors.T  # [b, h, s_q, r]
+    logits = (q @ k.transpose(-1, -2)).add_(per_bucket.gather(-1, offsets)).mul_(d_h**-0.5)
+    weights = logits.masked_fill_(~allowed, float("-inf")).softmax(dim=-1)  # [b, h, s_q, s_k]
+    weight_per_bucket = torch.zeros_like(per_bucket).scatter_add_(-1, offsets, weights)  # [b, h, s_q, r]
+    return weights @ v + weight_per_bucket @ value_vectors

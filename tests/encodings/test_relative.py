@@ -67,4 +67,4 @@ def test_no_tensor_of_size_batch_heads_length_length_head_width_is_made():
         model(tokens).sum().backward()
     h, d_h = model.config.n_heads, model.config.d_model // model.config.n_heads
     assert 0 < Largest.numel < b * h * length * length * d_h
-    assert Largest.numel >= b * h * length * length  # the attention weights themselves were seen
+    assert Largest.numel >= h * length * length  # attention weights were seen (computed an example at a time, in_blocks)
