@@ -215,7 +215,9 @@ class PositionalEncoding(nn.Module):
         ODE solution) compute it here."""
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
-        """Token embeddings with position added. x: ``[b, s, d]``, pos: ``[s]``. Returns ``[b, s, d]``."""
+        """Token embeddings with position added. x: ``[b, s, d]``, pos: ``[s]``. Returns ``[b, s, d]``.
+        This hook and the two projection hooks receive tensors the model made for them alone:
+        with no gradient recorded they may update them in place."""
         return x
 
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
