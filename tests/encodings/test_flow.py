@@ -124,8 +124,9 @@ def test_adjoint_and_direct_gradients_agree():
     torch.testing.assert_close(grads[0], grads[1], atol=1e-3, rtol=1e-3)
 
 
-def test_evaluation_caches_and_extends_the_solution():
-    encoding = flow().eval()
+@pytest.mark.parametrize("step_size", [0.1, 0.4])  # every position a grid point; 3 in 4 interpolated
+def test_evaluation_caches_and_extends_the_solution(step_size):
+    encoding = flow(step_size=step_size).eval()
     with torch.no_grad():
         encoding.prepare(10, torch.device("cpu"))
         first = encoding._solution
