@@ -161,3 +161,9 @@ def test_input_placement_adds_to_embeddings_only():
     assert model.encoding.initial.shape == (1, 32)
     tokens = torch.randint(1, 20, (2, 9))
     assert model(tokens).shape == (2, 9, 20)
+
+
+@pytest.mark.parametrize("params", [{"delta": 0.0}, {"step_size": -0.4}, {"placement": "output"}])
+def test_bad_parameters_are_refused_with_the_reason(params):
+    with pytest.raises(ValueError, match="placement must be one of|must be positive"):
+        flow(**params)
