@@ -42,17 +42,10 @@ GROUPED_BATCHES = 50
 
 
 def resolve_device(device: str) -> torch.device:
-    """The device to run on: ``"auto"`` is CUDA when available, else CPU.
-
-    On a CPU it also sets denormal floats (magnitude below 1.2e-38 in float32) to flush to zero
-    (``torch.set_flush_denormal``), as numerical libraries commonly do: x86 cores take a slow
-    path for every denormal operand, and gradients that shrink into that range (a saturated
-    softmax, such as FLOATER's large position biases at initialisation produce) slowed whole
-    matrix products 2x in our profiles. Values that small change no result we report."""
-    resolved = torch.device("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else torch.device(device)
-    if resolved.type == "cpu":
-        torch.set_flush_denormal(True)
-    return resolved
+    """``"auto"`` is CUDA when available, else CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
 
 
 def autocast(device: torch.device) -> torch.autocast:

@@ -1,10 +1,12 @@
 """End-to-end runs of the `pebench` command on tiny budgets (real training, real records)."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+import torch
 
 from pebench.records import is_complete
 
@@ -63,6 +65,21 @@ def test_list_shows_encodings_with_references_and_tasks():
     for name in ("sinusoidal", "learned", "relative", "rope", "flow", "flow_input", "nope", "copy", "reverse", "sort", "addition"):
         assert name in out.stdout
     assert "arXiv:2003.09229" in out.stdout
+
+
+def test_the_command_flushes_denormals_to_zero_on_every_cpu_thread():
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU has no flush-to-zero mode")
+    torch.set_flush_denormal(False)
+    # The bit pattern 713 is the float32 denormal 713 * 2^-149 (1e-42); its 2^22 products are split
+    # between two threads, and a worker thread that kept torch's default leaves them nonzero (as
+    # when the flag is set after torch's first parallel operation: half of them, measured).
+    probe = ("import torch; from pebench.cli import main; main(['list']); "
+             "x = torch.full((1 << 22,), 713, dtype=torch.int32).view(torch.float32); print(int((x * 1.0).count_nonzero()))")
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "0"
 
 
 @pytest.mark.slow

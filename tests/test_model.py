@@ -118,14 +118,18 @@ def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(bloc
         torch.testing.assert_close(got_grad, expected_grad)
 
 
-def test_a_cpu_run_flushes_denormals_to_zero():
-    from pebench.train import resolve_device
+def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank():
+    # Cross-attention shapes (7 queries, 9 keys), a 2-D mask and a 3-D bias, cut into 1-row blocks.
+    from pebench.encodings import base
 
-    denormal = torch.tensor([1e-39])  # below float32's smallest normal, 1.18e-38
-    torch.set_flush_denormal(False)  # torch's default (an earlier in-process CLI run may have changed it)
-    assert (denormal * 1.0).item() != 0
-    try:
-        assert resolve_device("cpu") == torch.device("cpu")
-        assert (denormal * 1.0).item() == 0
-    finally:
-        torch.set_flush_denormal(False)
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(2, 3, 7, 4, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, 3, 9, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    bias = torch.randn(3, 7, 9, generator=g, dtype=torch.float64, requires_grad=True)
+    allowed = torch.rand(7, 9, generator=g) > 0.3
+    allowed[:, 0] = True  # every row allows a key
+    expected = ((q @ k.transpose(-1, -2)) / 2.0 + bias).masked_fill(~allowed, float("-inf")).softmax(-1) @ v
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "BLOCK_BYTES", 1)
+        got = base.scaled_dot_product(q, k, v, allowed, bias)
+    torch.testing.assert_close(got, expected)

@@ -152,9 +152,10 @@ def in_blocks(block: Callable[..., Tensor], q: Tensor, k: Tensor, v: Tensor, *pa
     rows = min(s_q, max(1, BLOCK_BYTES // row_bytes))
     examples = max(1, BLOCK_BYTES // (rows * row_bytes)) if rows == s_q else 1
     groups = math.ceil(b / examples)
+    pairwise = [t.reshape((1,) * (4 - t.dim()) + t.shape) for t in pairwise]  # 4-D, so that batch and rows are dims 0 and 2
+    pairwise = [t.expand(*t.shape[:2], s_q, s_k) for t in pairwise]
     # cut with split (not by slicing in the loop), so that each gradient is assembled by one cat
-    pairwise_groups = [t.expand(*t.shape[:2], s_q, s_k).split(examples) if t.shape[0] > 1 else [t.expand(*t.shape[:2], s_q, s_k)] * groups
-                       for t in pairwise]
+    pairwise_groups = [t.split(examples) if t.shape[0] > 1 else [t] * groups for t in pairwise]
     outputs = []
     for q_group, k_group, v_group, *pairwise_group in zip(q.split(examples), k.split(examples), v.split(examples), *pairwise_groups):
         blocks = [block(q_rows, k_group, v_group, *pairwise_rows)

@@ -48,9 +48,10 @@ FIXED_GRID_SOLVERS = ("euler", "midpoint", "heun3", "rk4", "explicit_adams", "im
 
 
 class TimeLinear(nn.Module):
-    """A linear layer on [x; t]: W [x; t] + c = W_x x + (c + t w_t), the time column folded into
-    the bias so that the solver's thousands of calls build no concatenation. Initialised as the
-    authors' ``Linear_t``: Xavier-normal over the whole [out, in + 1] matrix, zero bias."""
+    """A linear layer on [x; t]: W [x; t] + c = (W_x x + c) + t w_t, the time column applied as
+    a separate product so that the solver's thousands of calls build no concatenation.
+    Initialised as the authors' ``Linear_t``: Xavier-normal over the whole [out, in + 1] matrix,
+    zero bias."""
 
     def __init__(self, in_features: int, out_features: int):
         super().__init__()
@@ -139,8 +140,19 @@ class Flow(PositionalEncoding):
 
     def grid_points(self, num_positions: int) -> int:
         """Grid points the interpolation of positions 0..num_positions-1 needs: tau_0 = 0 up to
-        the first grid point past t_{n-1}, so that every position lies inside an interval."""
+        the first grid point strictly past t_{n-1}, so that every position lies in an interval
+        at s < 1 (a position on a grid point is read at s = 0: exactly the solver's value)."""
         return math.floor((num_positions - 1) * self.delta / self.step_size) + 2
+
+    def positions_covered(self, grid_points: int) -> int:
+        """The most positions ``grid_points`` grid points serve: the largest n with
+        :meth:`grid_points` (n) <= grid_points."""
+        n = max(1, math.ceil((grid_points - 1) * self.step_size / self.delta))
+        while self.grid_points(n + 1) <= grid_points:  # settle round-off against grid_points itself
+            n += 1
+        while n > 1 and self.grid_points(n) > grid_points:
+            n -= 1
+        return n
 
     def integrate(self, state: Tensor, first: int, last: int) -> Tensor:
         """p(tau_j) at the grid points j = first..last, from p(tau_first) = state ``[C, d]``.
@@ -154,7 +166,7 @@ class Flow(PositionalEncoding):
         pieces = [state[None]]
         for begin in range(first, last, CHUNK):
             end = min(begin + CHUNK, last)
-            times = torch.arange(begin, end + 1, device=state.device, dtype=state.dtype) * self.step_size
+            times = torch.arange(begin, end + 1, device=state.device, dtype=_time_dtype(state)) * self.step_size
             path = self._odeint(state, times)  # [end - begin + 1, C, d]
             pieces.append(path[1:])
             state = path[-1]
@@ -175,13 +187,13 @@ class Flow(PositionalEncoding):
                    + s^3 (2 (y_j - y_{j+1}) + H (f_j + f_{j+1})).
         Returns ``[num_positions, C, d]``; at s = 0 exactly y_j."""
         m, step = knots.shape[0], self.step_size
-        times = torch.arange(m, device=knots.device, dtype=knots.dtype) * step
+        times = torch.arange(m, device=knots.device, dtype=_time_dtype(knots)) * step
         slopes = self.dynamics(times[:, None, None], knots) * step  # H f_j: [m, C, d]
         y0, y1, f0, f1 = knots[:-1], knots[1:], slopes[:-1], slopes[1:]
         coefficients = torch.stack((y0, f0, 3 * (y1 - y0) - 2 * f0 - f1, 2 * (y0 - y1) + f0 + f1))  # [4, m - 1, C, d]
-        u = torch.arange(num_positions, device=knots.device, dtype=knots.dtype) * (self.delta / step)  # t_i / H
+        u = torch.arange(num_positions, device=knots.device, dtype=_time_dtype(knots)) * (self.delta / step)  # t_i / H
         interval = u.floor().clamp(max=m - 2)  # j; clamped so that round-off at the last point stays inside
-        s = u - interval  # [n], in [0, 1]
+        s = (u - interval).to(knots.dtype)  # [n], in [0, 1]
         powers = s[None, :] ** torch.arange(4, device=knots.device, dtype=knots.dtype)[:, None]  # [4, n]
         return (coefficients.index_select(1, interval.long()) * powers[:, :, None, None]).sum(0)
 
@@ -192,30 +204,42 @@ class Flow(PositionalEncoding):
                 self._knots, self._cache_key = None, None
                 self._set_solution(self.interpolate(self.integrate(self.initial, 0, needed - 1), num_positions))
                 return
-            key = tuple(p._version for p in self.parameters()) + (str(device),)
+            # in-place updates bump _version; .to(), .double() and loading replace the storage
+            key = tuple((p._version, p.data_ptr(), p.dtype) for p in self.parameters()) + (str(device),)
             if key != self._cache_key or self._knots is None:
-                self._knots, self._cache_key, self._solution = self.integrate(self.initial, 0, needed - 1), key, None
+                self._knots, self._cache_key = self.integrate(self.initial, 0, needed - 1), key
             elif self._knots.shape[0] < needed:
+                # at least double the grid: step-by-step decoding, one position longer each call,
+                # then integrates and interpolates O(log n) times, not n times
                 cached = self._knots.shape[0]
-                further = self.integrate(self._knots[-1], cached - 1, needed - 1)
-                self._knots, self._solution = torch.cat((self._knots, further[1:])), None
-            if self._solution is None or self._solution.shape[0] < num_positions:
-                self._set_solution(self.interpolate(self._knots, num_positions))
+                further = self.integrate(self._knots[-1], cached - 1, max(needed, 2 * cached) - 1)
+                self._knots = torch.cat((self._knots, further[1:]))
+            else:
+                return
+            self._set_solution(self.interpolate(self._knots, self.positions_covered(self._knots.shape[0])))
 
     def _set_solution(self, solution: Tensor) -> None:
         self._solution, self._channels = solution, solution.unbind(1)
 
     def solution(self, pos: Tensor) -> Tensor:
         """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos
-        (checked by the index, with no device sync here)."""
-        if self._solution is None:
-            raise RuntimeError("Flow.prepare(num_positions) must run before the hooks of a forward pass")
-        return self._solution.index_select(0, pos)
+        (checked by the index, with no device sync here).
+
+        Raises:
+            RuntimeError: if :meth:`prepare` has not run.
+        """
+        return self._prepared().index_select(0, pos)
 
     def _channel(self, channel: int, pos: Tensor) -> Tensor:
         """p(t_pos) in one channel: ``[s, d]``. Gathers that channel alone, so that a hook copies
         (and, in training, scatters the gradient of) s * d values, not s * C * d."""
+        self._prepared()
         return self._channels[channel].index_select(0, pos)
+
+    def _prepared(self) -> Tensor:
+        if self._solution is None:
+            raise RuntimeError("Flow.prepare(num_positions) must run before the hooks of a forward pass")
+        return self._solution
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         if self.placement != "input":
@@ -241,5 +265,12 @@ class Flow(PositionalEncoding):
 def _add(x: Tensor, bias: Tensor) -> Tensor:
     """x + bias. With no gradient recorded, in place: x is the model's fresh projection (see the
     hooks' contract), and no new tensor is written (about 3% of an evaluation forward of the
-    encoder-decoder). Autograd needs the copy: the model's k and v are views of one tensor."""
+    encoder-decoder). With autograd, a new tensor: autograd refuses in-place updates of the
+    model's k and v, views that one unbind made of the key-value projection."""
     return x + bias if torch.is_grad_enabled() else x.add_(bias)
+
+
+def _time_dtype(like: Tensor) -> torch.dtype:
+    """Times at least in float32: in bf16 or fp16 consecutive grid times would merge (257 rounds
+    to 256 in bf16)."""
+    return torch.promote_types(like.dtype, torch.float32)

@@ -74,7 +74,8 @@ def test_a_coarser_grid_keeps_the_solvers_accuracy_between_grid_points():
 
 
 def test_positions_between_grid_points_are_exact_for_a_cubic_solution():
-    # RK4 on an h of t alone is Simpson's rule, exact for the cubic p(0) + t^3 a; the cubic
+    # RK4 on an h of t alone is a quadrature rule (torchdiffeq's rk4: Simpson's 3/8), exact for
+    # the cubic p(0) + t^3 a; the cubic
     # Hermite interpolant through exact values and slopes is then exact too, between grid points
     # (t_i = 0.1 i, grid 0.4 apart: s = 1/4, 1/2, 3/4) and at them (s = 0).
     encoding = flow(delta=0.1, step_size=0.4).double()
@@ -129,14 +130,44 @@ def test_evaluation_caches_and_extends_the_solution(step_size):
     encoding = flow(step_size=step_size).eval()
     with torch.no_grad():
         encoding.prepare(10, torch.device("cpu"))
-        first = encoding._solution
+        first, grid = encoding._solution, encoding._knots.clone()
         encoding.prepare(8, torch.device("cpu"))
         assert encoding._solution is first  # reused, not re-solved
-        encoding.prepare(25, torch.device("cpu"))  # integrates further in t
-        extended = encoding._solution.clone()
+        encoding.prepare(25, torch.device("cpu"))  # integrates further in t from the cached grid
+        assert torch.equal(encoding._knots[: len(grid)], grid)
+        extended = encoding._solution[:25].clone()
         encoding._cache_key = None
         encoding.prepare(25, torch.device("cpu"))  # a fresh full solve
-    torch.testing.assert_close(extended, encoding._solution, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(extended, encoding._solution[:25], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("step_size", [0.1, 0.4])
+def test_step_by_step_decoding_solves_and_interpolates_rarely(step_size):
+    # Incremental decoding asks for one more position per call; the grid grows geometrically.
+    encoding = flow(step_size=step_size).eval()
+    calls = []
+    integrate, interpolate = encoding.integrate, encoding.interpolate
+    encoding.integrate = lambda *args: calls.append("integrate") or integrate(*args)
+    encoding.interpolate = lambda *args: calls.append("interpolate") or interpolate(*args)
+    with torch.no_grad():
+        for n in range(1, 201):
+            encoding.prepare(n, torch.device("cpu"))
+            assert encoding._solution.shape[0] >= n
+    assert calls.count("integrate") <= 9 and calls.count("interpolate") <= 9  # log2(200) + 1
+
+
+def test_positions_covered_inverts_grid_points():
+    for step_size in (0.1, 0.3, 0.4, 0.7):
+        encoding = flow(step_size=step_size)
+        for n in range(1, 300):
+            m = encoding.grid_points(n)
+            covered = encoding.positions_covered(m)
+            assert covered >= n and encoding.grid_points(covered) <= m < encoding.grid_points(covered + 1)
+
+
+def test_a_hook_before_prepare_says_what_to_do():
+    with pytest.raises(RuntimeError, match="prepare"):
+        flow().project_query(torch.zeros(1, 2, 3, 4), torch.arange(3), Site("decoder", 0, "self"))
 
 
 def test_cache_is_dropped_when_parameters_change():

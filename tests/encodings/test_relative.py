@@ -1,8 +1,10 @@
 import math
 
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from pebench.encodings import base
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
 from pebench.model import ModelConfig
@@ -23,23 +25,38 @@ def test_offset_index_is_clipped():
     assert torch.equal(relative_offset_index(torch.arange(5), torch.arange(5), 2), expected)
 
 
-def test_matches_the_papers_pairwise_formula():
-    # Shaw et al. eq. 3-4 computed naively with an explicit [b, h, s, s, d_h] tensor.
-    relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(32), clip=3)
+@pytest.mark.parametrize("block_bytes", [1 << 20, 2 * 7 * 8])  # one block; one query row a block
+@pytest.mark.parametrize("padding", [False, True])
+def test_matches_the_papers_pairwise_formula(block_bytes, padding):
+    # Shaw et al. eq. 3-4 computed naively with an explicit [b, h, s, s, d_h] tensor, in values
+    # and gradients, whole or cut into blocks (in_blocks), causal or with encoder key padding.
+    relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(32), clip=3).double()
     b, h, s, d_h = 2, 2, 7, 8
-    q, k, v = torch.randn(b, h, s, d_h), torch.randn(b, h, s, d_h), torch.randn(b, h, s, d_h)
+    q, k, v = (torch.randn(b, h, s, d_h, dtype=torch.float64, requires_grad=True) for _ in range(3))
     allowed = torch.ones(s, s, dtype=torch.bool).tril()[None, None]
-    aK = torch.empty(s, s, d_h)
-    aV = torch.empty(s, s, d_h)
+    if padding:  # [b, 1, 1, s]: the last 3 keys of example 1 are padding
+        allowed = torch.ones(b, 1, 1, s, dtype=torch.bool)
+        allowed[1, ..., 4:] = False
+    aK = torch.empty(s, s, d_h, dtype=torch.float64)
+    aV = torch.empty(s, s, d_h, dtype=torch.float64)
     for i in range(s):
         for j in range(s):
             r = max(-3, min(3, j - i)) + 3
-            aK[i, j], aV[i, j] = relative.key_vectors[0, r], relative.value_vectors[0, r]
+            aK[i, j], aV[i, j] = relative.key_vectors[0, r].detach(), relative.value_vectors[0, r].detach()
     logits = torch.einsum("bhid,bhijd->bhij", q, k[:, :, None] + aK) / math.sqrt(d_h)
     weights = logits.masked_fill(~allowed, float("-inf")).softmax(-1)
     expected = torch.einsum("bhij,bhijd->bhid", weights, v[:, :, None] + aV)
-    out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), allowed, SELF)
-    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    expected.square().sum().backward()
+    expected_grads = [t.grad.clone() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "BLOCK_BYTES", block_bytes)
+        out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), allowed, SELF)
+    out.square().sum().backward()
+    torch.testing.assert_close(out, expected)
+    for got, wanted in zip((t.grad for t in (q, k, v)), expected_grads):
+        torch.testing.assert_close(got, wanted)
 
 
 def test_parameters_are_per_layer_and_shared_across_heads():
