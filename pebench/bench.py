@@ -48,8 +48,7 @@ from torch import nn
 
 from .cards import encoding_card, encoding_cards, task_card
 from .model import ModelConfig, Transformer
-from .registry import ENCODINGS, plugin
-from .train import sync_device, autocast, resolve_device
+from .train import autocast, build_encoding, resolve_device, sync_device
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
 VARIANTS = {"flow+adjoint": ("flow", {"adjoint": True})}  # name -> (card, params it changes)
@@ -111,8 +110,7 @@ def model_config(settings: Settings, architecture: str) -> ModelConfig:
 def pebench_contender(settings: Settings, name: str, card: dict) -> Contender:
     def build(shape: Shape) -> nn.Module:
         config = model_config(settings, shape.architecture)
-        encoding = plugin(ENCODINGS, card["plugin"])(config.geometry(shape.length, shape.length), **card["params"])
-        return Transformer(config, VOCAB_SIZE[shape.architecture], encoding)
+        return Transformer(config, VOCAB_SIZE[shape.architecture], build_encoding(card, config.geometry(shape.length, shape.length)))
 
     return Contender(name, "pebench", build)
 
@@ -410,19 +408,21 @@ def environment(settings: Settings) -> dict:
     }
 
 
-def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> Path:
-    """Save ``throughput.csv``, ``throughput.md`` (with the command and environment),
-    ``summary.md`` (:func:`summary`) and ``throughput.json`` (environment) under ``out``;
-    return the Markdown path."""
+def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> list[Path]:
+    """Save under ``out`` the figures (``throughput.csv``), the tables with the command and
+    environment (``throughput.md``), the command and environment alone (``throughput.json``) and,
+    when a headline shape was measured, :func:`summary` (``summary.md``); return the paths."""
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "throughput.csv", index=False, float_format="%.6g")
     env = environment(settings)
     (out / "throughput.json").write_text(json.dumps({"command": command, "environment": env}, indent=2) + "\n")
     header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
-    markdown = out / "throughput.md"
-    markdown.write_text("# Throughput\n\n" + header + render(table))
-    (out / "summary.md").write_text(summary(table))
-    return markdown
+    (out / "throughput.md").write_text("# Throughput\n\n" + header + render(table))
+    written = [out / "throughput.md", out / "throughput.csv", out / "throughput.json"]
+    if set(table["shape"]) & {shape for shape, *_ in SUMMARY}:
+        (out / "summary.md").write_text(summary(table))
+        written.append(out / "summary.md")
+    return written
 
 
 def load(results: Path) -> pd.DataFrame | None:
@@ -439,7 +439,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
     parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
-    parser.add_argument("--out", type=Path, default=Path("results/throughput"), help="where to save the tables (default: results/throughput)")
+    parser.add_argument("--out", type=Path, help="where to save the tables (default: results/throughput, which pebench report reads; "
+                                                  "results/throughput/quick with --quick, so that a smoke test never replaces the figures)")
+
+
+def output_folder(args: argparse.Namespace) -> Path:
+    """``--out``, else ``results/throughput`` (``results/throughput/quick`` with ``--quick``)."""
+    return args.out or Path("results/throughput") / ("quick" if args.quick else "")
 
 
 def parse_shapes(text: str) -> tuple[Shape, ...]:

@@ -158,7 +158,8 @@ def command_bench(args) -> int:
     print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
     table = bench.run_benchmark(settings, chosen, progress=lambda message: print(message, file=sys.stderr))
     print(bench.render(table, "simple"))
-    print(f"written: {bench.write(table, settings, args.out, ' '.join(['pebench', *args.argv]))}")
+    written = bench.write(table, settings, bench.output_folder(args), " ".join(["pebench", *args.argv]))
+    print(f"written: {', '.join(map(str, written))}")
     return 0
 
 

@@ -43,6 +43,9 @@ class ModelConfig:
     def __post_init__(self):
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"architecture must be one of {ARCHITECTURES}; got {self.architecture!r}")
+        for name in ("d_model", "n_heads", "n_layers", "d_ff"):
+            require_number(f"model.{name}", getattr(self, name), minimum=1, integer=True)
+        require_number("model.dropout", self.dropout, minimum=0, below=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
 
@@ -56,6 +59,16 @@ class ModelConfig:
 
     def geometry(self, max_length: int, train_length: int | None = None) -> Geometry:
         return Geometry(self.d_model, self.n_heads, self.sites(), max_length, train_length)
+
+
+def require_number(key: str, value, minimum: float, integer: bool = False, below: float | None = None, above: bool = False) -> None:
+    """Raise ValueError, naming the card key, unless ``value`` is a number (an integer if
+    ``integer``) with minimum <= value (minimum < value if ``above``) and value < ``below``."""
+    kind = int if integer else (int, float)
+    low_ok = isinstance(value, kind) and not isinstance(value, bool) and (value > minimum if above else value >= minimum)
+    if not (low_ok and (below is None or value < below)):
+        bound = f"{'>' if above else '>='} {minimum}" + (f" and < {below}" if below is not None else "")
+        raise ValueError(f"{key} must be {'an integer' if integer else 'a number'} {bound}; got {value!r}")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from .batching import packed_length
 from .decoding import DecodingConfig
 from .metrics import TEXT_METRICS
-from .model import ModelConfig
+from .model import ModelConfig, require_number
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
@@ -49,6 +49,15 @@ class TrainingConfig:
     eval_batch_size: int = 250
     label_smoothing: float = 0.0
     length_grouped: bool = False
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "eval_batch_size"):
+            require_number(f"training.{name}", getattr(self, name), minimum=1, integer=True)
+        require_number("training.warmup_steps", self.warmup_steps, minimum=0, integer=True)
+        for name in ("lr", "grad_clip"):
+            require_number(f"training.{name}", getattr(self, name), minimum=0, above=True)
+        require_number("training.weight_decay", self.weight_decay, minimum=0)
+        require_number("training.label_smoothing", self.label_smoothing, minimum=0, below=1)
 
 
 @dataclass

@@ -16,6 +16,7 @@ decoded tasks: source plus generated tokens per second of decoding).
 
 from __future__ import annotations
 
+import inspect
 import math
 import platform
 import random
@@ -30,7 +31,7 @@ from tqdm import tqdm
 
 from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from .decoding import generate
-from .encodings.base import PositionalEncoding, PositionLimitError
+from .encodings.base import Geometry, PositionalEncoding, PositionLimitError
 from .metrics import text_scores
 from .model import PAD, Transformer
 from .protocol import Protocol
@@ -63,8 +64,29 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
     """The task's model with the card's encoding, sized for sequences up to ``max_length``
     (``train_length``: the longest training sequence)."""
     geometry = protocol.model.geometry(max_length, train_length)
-    encoding: PositionalEncoding = plugin(ENCODINGS, encoding_card["plugin"])(geometry, **encoding_card["params"])
-    return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)
+    return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), build_encoding(encoding_card, geometry))
+
+
+def build_encoding(encoding_card: dict, geometry: Geometry) -> PositionalEncoding:
+    """The card's encoding plugin built for ``geometry`` with the card's params.
+
+    Raises:
+        ValueError: for a param the plugin does not take, or a value it refuses (both list the
+            plugin's parameters).
+        TypeError: for a value of the wrong type (listing them too).
+    """
+    cls = plugin(ENCODINGS, encoding_card["plugin"])
+    signature = inspect.signature(cls)
+    accepted = [name for name in signature.parameters if name != "geometry"]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    unknown = sorted(set(encoding_card["params"]) - set(accepted))
+    described = f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' ({cls.__name__}); its parameters: {', '.join(accepted) or 'none'}"
+    if unknown and not takes_any:
+        raise ValueError(f"no parameter {', '.join(map(repr, unknown))} in {described}")
+    try:
+        return cls(geometry, **encoding_card["params"])
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{error} (in {described}; set with --set encoding.NAME=VALUE)") from error
 
 
 def _learning_rate_factor(step: int, warmup: int, total: int) -> float:

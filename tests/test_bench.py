@@ -2,12 +2,14 @@
 speed is measured in benchmarks/, never asserted in tests)."""
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
-from pebench.bench import Settings, Shape, contenders, peak_memory_mb, run_benchmark, summary, with_ratios
+from pebench.bench import Settings, Shape, contenders, output_folder, peak_memory_mb, run_benchmark, summary, with_ratios
+from pebench.cli import _parser
 from tests.test_cli import pebench
 
 
@@ -27,6 +29,14 @@ def test_quick_benchmark_measures_every_contender_and_saves_the_tables(tmp_path)
     assert math.isclose(rope.train_vs_peer, rope.train_tokens_per_second / peer.iloc[0].train_tokens_per_second, rel_tol=1e-4)  # CSV: 6 digits
     markdown = (tmp_path / "throughput.md").read_text()
     assert "Command: `pebench bench --quick" in markdown and "relative to NoPE" in markdown
+    assert not (tmp_path / "summary.md").exists()  # none of the README's headline shapes was measured
+    assert out.stdout.strip().splitlines()[-1] == "written: " + ", ".join(str(tmp_path / name) for name in ("throughput.md", "throughput.csv", "throughput.json"))
+
+
+def test_a_quick_benchmark_never_replaces_the_figures_the_report_reads():
+    assert output_folder(_parser().parse_args(["bench"])) == Path("results/throughput")
+    assert output_folder(_parser().parse_args(["bench", "--quick"])) == Path("results/throughput/quick")
+    assert output_folder(_parser().parse_args(["bench", "--quick", "--out", "here"])) == Path("here")
 
 
 def test_ratios_are_step_times_over_nope_in_the_same_shape():

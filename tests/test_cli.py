@@ -48,9 +48,12 @@ def test_impossible_split_exits_with_the_reason(tmp_path):
     "override, message",
     [
         ("encoding.max_positions=8", "'Learned' represents at most 8 positions, but a sequence of 34 tokens"),
-        ("encoding.no_such_param=1", "unexpected keyword argument 'no_such_param'"),
+        ("encoding.no_such_param=1", "no parameter 'no_such_param' in encoding 'learned' (Learned); its parameters: max_positions, init_std"),
         ("split.buckets=[[1, 16], [17, inf]]", "synthetic tasks need bounded length buckets"),
         ("model.d_model=abc", "model.d_model must be of type int; got 'abc'"),
+        ("model.d_model=0", "model.d_model must be an integer >= 1; got 0"),
+        ("training.steps=0", "training.steps must be an integer >= 1; got 0"),
+        ("training.lr=-1", "training.lr must be a number > 0; got -1"),
     ],
 )
 def test_bad_cards_stop_before_training_and_write_nothing(tmp_path, override, message):
