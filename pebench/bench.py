@@ -385,10 +385,13 @@ SUMMARY = (  # (shape, column, heading, format): the README's table
 )
 
 
-def summary(table: pd.DataFrame) -> str:
+def summary(table: pd.DataFrame) -> str | None:
     """One row per contender at the headline shapes (length 256 of both architectures, and the
-    decoder at 1,024), as the README shows it: the columns of :data:`SUMMARY` that were measured."""
+    decoder at 1,024), as the README shows it: the columns of :data:`SUMMARY` that were measured;
+    None if no headline shape was."""
     columns = [c for c in SUMMARY if c[0] in set(table["shape"])]
+    if not columns:
+        return None
     rows = []
     for name, by_contender in table.groupby("contender", sort=False):
         by_shape = by_contender.set_index("shape")
@@ -419,8 +422,9 @@ def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> l
     header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
     (out / "throughput.md").write_text("# Throughput\n\n" + header + render(table))
     written = [out / "throughput.md", out / "throughput.csv", out / "throughput.json"]
-    if set(table["shape"]) & {shape for shape, *_ in SUMMARY}:
-        (out / "summary.md").write_text(summary(table))
+    headline = summary(table)
+    if headline is not None:
+        (out / "summary.md").write_text(headline)
         written.append(out / "summary.md")
     return written
 

@@ -17,7 +17,7 @@ Shapes: b batch, s sequence (s_s source, s_t target), d model width, V vocabular
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -34,18 +34,15 @@ class ModelConfig:
     ``"encoder_decoder"``; ``n_layers`` counts the blocks of each stack."""
 
     architecture: str = "decoder"
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 256
-    dropout: float = 0.0
+    d_model: int = field(default=64, metadata={"at_least": 1})  # metadata: the range a task card may set
+    n_heads: int = field(default=4, metadata={"at_least": 1})
+    n_layers: int = field(default=2, metadata={"at_least": 1})
+    d_ff: int = field(default=256, metadata={"at_least": 1})
+    dropout: float = field(default=0.0, metadata={"at_least": 0, "below": 1})
 
     def __post_init__(self):
         if self.architecture not in ARCHITECTURES:
             raise ValueError(f"architecture must be one of {ARCHITECTURES}; got {self.architecture!r}")
-        for name in ("d_model", "n_heads", "n_layers", "d_ff"):
-            require_number(f"model.{name}", getattr(self, name), minimum=1, integer=True)
-        require_number("model.dropout", self.dropout, minimum=0, below=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
 
@@ -59,16 +56,6 @@ class ModelConfig:
 
     def geometry(self, max_length: int, train_length: int | None = None) -> Geometry:
         return Geometry(self.d_model, self.n_heads, self.sites(), max_length, train_length)
-
-
-def require_number(key: str, value, minimum: float, integer: bool = False, below: float | None = None, above: bool = False) -> None:
-    """Raise ValueError, naming the card key, unless ``value`` is a number (an integer if
-    ``integer``) with minimum <= value (minimum < value if ``above``) and value < ``below``."""
-    kind = int if integer else (int, float)
-    low_ok = isinstance(value, kind) and not isinstance(value, bool) and (value > minimum if above else value >= minimum)
-    if not (low_ok and (below is None or value < below)):
-        bound = f"{'>' if above else '>='} {minimum}" + (f" and < {below}" if below is not None else "")
-        raise ValueError(f"{key} must be {'an integer' if integer else 'a number'} {bound}; got {value!r}")
 
 
 @dataclass

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, field, fields
 
 from .batching import packed_length
 from .decoding import DecodingConfig
 from .metrics import TEXT_METRICS
-from .model import ModelConfig, require_number
+from .model import ModelConfig
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
@@ -40,24 +40,15 @@ class TrainingConfig:
             batches of similar lengths (less padding), in shuffled order.
     """
 
-    steps: int = 1000
-    batch_size: int = 64
-    lr: float = 1e-3
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    eval_batch_size: int = 250
-    label_smoothing: float = 0.0
+    steps: int = field(default=1000, metadata={"at_least": 1})  # metadata: the range a task card may set
+    batch_size: int = field(default=64, metadata={"at_least": 1})
+    lr: float = field(default=1e-3, metadata={"above": 0})
+    warmup_steps: int = field(default=100, metadata={"at_least": 0})
+    weight_decay: float = field(default=0.01, metadata={"at_least": 0})
+    grad_clip: float = field(default=1.0, metadata={"above": 0})
+    eval_batch_size: int = field(default=250, metadata={"at_least": 1})
+    label_smoothing: float = field(default=0.0, metadata={"at_least": 0, "below": 1})
     length_grouped: bool = False
-
-    def __post_init__(self):
-        for name in ("steps", "batch_size", "eval_batch_size"):
-            require_number(f"training.{name}", getattr(self, name), minimum=1, integer=True)
-        require_number("training.warmup_steps", self.warmup_steps, minimum=0, integer=True)
-        for name in ("lr", "grad_clip"):
-            require_number(f"training.{name}", getattr(self, name), minimum=0, above=True)
-        require_number("training.weight_decay", self.weight_decay, minimum=0)
-        require_number("training.label_smoothing", self.label_smoothing, minimum=0, below=1)
 
 
 @dataclass
@@ -131,12 +122,24 @@ def _section(card: dict, name: str, cls):
     unknown = set(card.get(name, {})) - known
     if unknown:
         raise ValueError(f"task card '{card['name']}' [{name}] has unknown keys {sorted(unknown)}; known: {sorted(known)}")
-    for field in fields(cls):
-        value = card.get(name, {}).get(field.name, field.default)
-        expected = (int, float) if isinstance(field.default, float) else type(field.default)
-        if isinstance(value, bool) != isinstance(field.default, bool) or not isinstance(value, expected):
-            raise ValueError(f"{name}.{field.name} must be of type {type(field.default).__name__}; got {value!r}")
+    for spec in fields(cls):
+        value = card.get(name, {}).get(spec.name, spec.default)
+        expected = (int, float) if isinstance(spec.default, float) else type(spec.default)
+        if isinstance(value, bool) != isinstance(spec.default, bool) or not isinstance(value, expected):
+            raise ValueError(f"{name}.{spec.name} must be of type {type(spec.default).__name__}; got {value!r}")
+        _check_range(f"{name}.{spec.name}", value, spec)
     return cls(**card.get(name, {}))
+
+
+def _check_range(key: str, value, spec: Field) -> None:
+    """Raise ValueError naming ``key`` unless ``value`` lies in the range of the field's metadata
+    (``at_least``, ``above``, ``below``)."""
+    bounds = spec.metadata
+    if ("at_least" in bounds and value < bounds["at_least"]) or ("above" in bounds and value <= bounds["above"]) \
+            or ("below" in bounds and value >= bounds["below"]):
+        kind = "an integer" if isinstance(spec.default, int) else "a number"
+        limits = [f"{sign} {bounds[name]}" for name, sign in (("at_least", ">="), ("above", ">"), ("below", "<")) if name in bounds]
+        raise ValueError(f"{key} must be {kind} {' and '.join(limits)}; got {value!r}")
 
 
 def resolve(card: dict) -> Protocol:

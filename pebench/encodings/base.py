@@ -160,8 +160,13 @@ def in_blocks(block: Callable[..., Tensor], q: Tensor, k: Tensor, v: Tensor, *pa
     for q_group, k_group, v_group, *pairwise_group in zip(q.split(examples), k.split(examples), v.split(examples), *pairwise_groups):
         blocks = [block(q_rows, k_group, v_group, *pairwise_rows)
                   for q_rows, *pairwise_rows in zip(q_group.split(rows, dim=2), *(t.split(rows, dim=2) for t in pairwise_group))]
-        outputs.append(blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=2))
-    return outputs[0] if len(outputs) == 1 else torch.cat(outputs)
+        outputs.append(_join(blocks, dim=2))
+    return _join(outputs, dim=0)
+
+
+def _join(pieces: list[Tensor], dim: int) -> Tensor:
+    """torch.cat, without its copy when there is a single piece (the common case: one block)."""
+    return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=dim)
 
 
 def attention_block(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:

@@ -144,16 +144,6 @@ class Flow(PositionalEncoding):
         at s < 1 (a position on a grid point is read at s = 0: exactly the solver's value)."""
         return math.floor((num_positions - 1) * self.delta / self.step_size) + 2
 
-    def positions_covered(self, grid_points: int) -> int:
-        """The most positions ``grid_points`` grid points serve: the largest n with
-        :meth:`grid_points` (n) <= grid_points."""
-        n = max(1, math.ceil((grid_points - 1) * self.step_size / self.delta))
-        while self.grid_points(n + 1) <= grid_points:  # settle round-off against grid_points itself
-            n += 1
-        while n > 1 and self.grid_points(n) > grid_points:
-            n -= 1
-        return n
-
     def integrate(self, state: Tensor, first: int, last: int) -> Tensor:
         """p(tau_j) at the grid points j = first..last, from p(tau_first) = state ``[C, d]``.
         Returns ``[last - first + 1, C, d]``.
@@ -198,25 +188,32 @@ class Flow(PositionalEncoding):
         return (coefficients.index_select(1, interval.long()) * powers[:, :, None, None]).sum(0)
 
     def prepare(self, num_positions: int, device: torch.device) -> None:
-        needed = self.grid_points(num_positions)
         with torch.autocast(device.type, enabled=False):  # the ODE runs in its parameters' dtype, never bf16
             if self.training or torch.is_grad_enabled():
                 self._knots, self._cache_key = None, None
-                self._set_solution(self.interpolate(self.integrate(self.initial, 0, needed - 1), num_positions))
+                self._set_solution(self.interpolate(self._grid(num_positions), num_positions))
                 return
             # in-place updates bump _version; .to(), .double() and loading replace the storage
             key = tuple((p._version, p.data_ptr(), p.dtype) for p in self.parameters()) + (str(device),)
-            if key != self._cache_key or self._knots is None:
-                self._knots, self._cache_key = self.integrate(self.initial, 0, needed - 1), key
-            elif self._knots.shape[0] < needed:
-                # at least double the grid: step-by-step decoding, one position longer each call,
-                # then integrates and interpolates O(log n) times, not n times
-                cached = self._knots.shape[0]
-                further = self.integrate(self._knots[-1], cached - 1, max(needed, 2 * cached) - 1)
-                self._knots = torch.cat((self._knots, further[1:]))
-            else:
+            if key != self._cache_key:
+                self._knots, self._cache_key = None, key
+            elif self._solution.shape[0] >= num_positions:
                 return
-            self._set_solution(self.interpolate(self._knots, self.positions_covered(self._knots.shape[0])))
+            else:  # at least double: step-by-step decoding, one position longer each call, then
+                # integrates and interpolates O(log n) times, not n times
+                num_positions = max(num_positions, 2 * self._solution.shape[0])
+            self._knots = self._grid(num_positions, self._knots)
+            self._set_solution(self.interpolate(self._knots, num_positions))
+
+    def _grid(self, num_positions: int, cached: Tensor | None = None) -> Tensor:
+        """The grid solution ``[m, C, d]`` that positions 0..num_positions-1 need
+        (m = :meth:`grid_points`), integrating on from the grid points ``cached`` when given."""
+        needed = self.grid_points(num_positions)
+        if cached is None:
+            return self.integrate(self.initial, 0, needed - 1)
+        if cached.shape[0] >= needed:
+            return cached
+        return torch.cat((cached, self.integrate(cached[-1], cached.shape[0] - 1, needed - 1)[1:]))
 
     def _set_solution(self, solution: Tensor) -> None:
         self._solution, self._channels = solution, solution.unbind(1)

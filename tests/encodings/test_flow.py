@@ -75,9 +75,9 @@ def test_a_coarser_grid_keeps_the_solvers_accuracy_between_grid_points():
 
 def test_positions_between_grid_points_are_exact_for_a_cubic_solution():
     # RK4 on an h of t alone is a quadrature rule (torchdiffeq's rk4: Simpson's 3/8), exact for
-    # the cubic p(0) + t^3 a; the cubic
-    # Hermite interpolant through exact values and slopes is then exact too, between grid points
-    # (t_i = 0.1 i, grid 0.4 apart: s = 1/4, 1/2, 3/4) and at them (s = 0).
+    # the cubic p(0) + t^3 a; the cubic Hermite interpolant through exact values and slopes is
+    # then exact too, between grid points (t_i = 0.1 i, grid 0.4 apart: s = 1/4, 1/2, 3/4) and at
+    # them (s = 0).
     encoding = flow(delta=0.1, step_size=0.4).double()
     a = torch.randn(8, dtype=torch.float64)
     encoding.dynamics = CubicInTime(a)
@@ -154,15 +154,6 @@ def test_step_by_step_decoding_solves_and_interpolates_rarely(step_size):
             encoding.prepare(n, torch.device("cpu"))
             assert encoding._solution.shape[0] >= n
     assert calls.count("integrate") <= 9 and calls.count("interpolate") <= 9  # log2(200) + 1
-
-
-def test_positions_covered_inverts_grid_points():
-    for step_size in (0.1, 0.3, 0.4, 0.7):
-        encoding = flow(step_size=step_size)
-        for n in range(1, 300):
-            m = encoding.grid_points(n)
-            covered = encoding.positions_covered(m)
-            assert covered >= n and encoding.grid_points(covered) <= m < encoding.grid_points(covered + 1)
 
 
 def test_a_hook_before_prepare_says_what_to_do():
