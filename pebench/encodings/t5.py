@@ -58,4 +58,8 @@ class T5Bias(PositionalEncoding):
             return None
         offset = q_pos[:, None] - k_pos[None, :]  # [s_q, s_k]
         buckets = t5_buckets(offset, site.stack == "encoder", self.num_buckets, self.max_distance)
-        return self.tables[site.stack][buckets].permute(2, 0, 1)  # [h, s_q, s_k]
+        table = self.tables[site.stack].T  # [h, num_buckets]
+        # a gather along the buckets, whose backward is one scatter_add: 12x faster than
+        # table[buckets], whose backward is an accumulating index_put (13 ms of a 150 ms
+        # training step at b=32, h=4, s=256; measured on 2 CPU cores)
+        return table.gather(1, buckets.view(1, -1).expand(table.shape[0], -1)).view(-1, *buckets.shape)  # [h, s_q, s_k]

@@ -50,3 +50,21 @@ def test_one_table_per_stack_shared_by_its_layers():
     first, last = t5.bias(pos, pos, Site("decoder", 0, "self")), t5.bias(pos, pos, Site("decoder", 2, "self"))
     torch.testing.assert_close(first, last)
     assert first.shape == (2, 5, 5) and first[1, 3, 1].item() == t5.tables["decoder"][2, 1].item()  # offset 2 -> bucket 2
+
+
+def test_bias_and_table_gradient_match_a_loop_over_query_key_pairs():
+    t5 = T5Bias(ModelConfig(architecture="encoder_decoder", d_model=8, n_heads=2, n_layers=1).geometry(16))
+    with torch.no_grad():
+        t5.tables["encoder"].copy_(torch.randn(32, 2))
+    q_pos, k_pos = torch.arange(3, 9), torch.arange(11)
+    bias = t5.bias(q_pos, k_pos, Site("encoder", 0, "self"))
+    upstream = torch.randn(2, 6, 11)
+    bias.backward(upstream)
+    table, expected_grad = t5.tables["encoder"].detach(), torch.zeros(32, 2)
+    for head in range(2):
+        for row, i in enumerate(q_pos.tolist()):
+            for column, j in enumerate(k_pos.tolist()):
+                bucket = reference_bucket(i - j, True, 32, 128)
+                assert bias[head, row, column].item() == table[bucket, head].item()
+                expected_grad[bucket, head] += upstream[head, row, column]
+    torch.testing.assert_close(t5.tables["encoder"].grad, expected_grad)
