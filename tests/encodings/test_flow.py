@@ -185,7 +185,15 @@ def test_input_placement_adds_to_embeddings_only():
     assert model(tokens).shape == (2, 9, 20)
 
 
-@pytest.mark.parametrize("params", [{"delta": 0.0}, {"step_size": -0.4}, {"placement": "output"}])
+def test_a_step_finer_than_delta_returns_the_solvers_values_at_every_position():
+    encoding = flow(delta=0.1, step_size=0.025).double()  # 4 solver steps per position
+    encoding.prepare(30, torch.device("cpu"))
+    times = torch.arange(30, dtype=torch.float64) * 0.1
+    direct = odeint(encoding.dynamics, encoding.initial, times, method="rk4", options={"step_size": 0.025})
+    torch.testing.assert_close(encoding.solution(torch.arange(30)), direct, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("params", [{"delta": 0.0}, {"step_size": -0.4}, {"placement": "output"}, {"step_size": 0.25}, {"step_size": 0.03}])
 def test_bad_parameters_are_refused_with_the_reason(params):
-    with pytest.raises(ValueError, match="placement must be one of|must be positive"):
+    with pytest.raises(ValueError, match="placement must be one of|must be positive|whole multiple or a whole fraction of delta"):
         flow(**params)
