@@ -118,6 +118,34 @@ def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(bloc
         torch.testing.assert_close(got_grad, expected_grad)
 
 
+@pytest.mark.parametrize("block_bytes, blocks", [(1 << 20, 4), (2 * 3 * 7 * 8, 20)])  # one group of 5 examples; 1 example a group
+def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_row(block_bytes, blocks):
+    # The shared causal mask sends biased attention through in_blocks in 4 chunks of query rows
+    # (2, 2, 2, 1 of 7), each with keys 0..its last row; reference: the whole masked softmax.
+    from pebench.encodings import base
+
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    bias = torch.randn(1, 3, 7, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64)
+    tril = torch.ones(7, 7, dtype=torch.bool).tril()
+    expected = ((q @ k.transpose(-1, -2)) / 2.0 + bias).masked_fill(~tril, float("-inf")).softmax(-1) @ v
+    (expected * weights).sum().backward()
+    expected_grads = [t.grad.clone() for t in (q, k, v, bias)]
+    for t in (q, k, v, bias):
+        t.grad = None
+    calls, block = [], base.attention_block
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(base, "BLOCK_BYTES", block_bytes)
+        patch.setattr(base, "attention_block", lambda *args: calls.append((args[0].shape[2], args[1].shape[2])) or block(*args))
+        got = base.scaled_dot_product(q, k, v, base.causal_mask(7, torch.device("cpu")), bias)
+    (got * weights).sum().backward()
+    assert len(calls) == blocks and calls[:4] == [(2, 2), (2, 4), (2, 6), (1, 7)]  # (query rows, keys)
+    torch.testing.assert_close(got, expected)
+    for got_grad, expected_grad in zip((t.grad for t in (q, k, v, bias)), expected_grads):
+        torch.testing.assert_close(got_grad, expected_grad)
+
+
 def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank():
     # Cross-attention shapes (7 queries, 9 keys), a 2-D mask and a 3-D bias, cut into 1-row blocks.
     from pebench.encodings import base

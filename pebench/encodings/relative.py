@@ -21,7 +21,7 @@ import functools
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site, in_blocks, scaled_dot_product
+from .base import Geometry, PositionalEncoding, Site, in_blocks, is_causal, scaled_dot_product
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -54,7 +54,7 @@ class Relative(PositionalEncoding):
         layer = self.index[site]
         offsets = relative_offset_index(q_pos, k_pos, self.clip)[None, None]  # [1, 1, s_q, s_k]
         block = functools.partial(relative_attention, self.key_vectors[layer], self.value_vectors[layer])
-        return in_blocks(block, q, k, v, allowed, offsets)
+        return in_blocks(block, q, k, v, allowed, offsets, causal=is_causal(allowed, q))
 
 
 def relative_attention(key_vectors: Tensor, value_vectors: Tensor, q: Tensor, k: Tensor, v: Tensor,
