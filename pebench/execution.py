@@ -71,8 +71,11 @@ def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], re
 
     Raises:
         UnknownNameError: an unknown task or encoding (the message lists the known ones).
-        ValueError, TypeError: a malformed override or an impossible protocol (says why).
+        ValueError, TypeError: a negative seed, a malformed override or an impossible protocol
+            (says why).
     """
+    if seed < 0:
+        raise ValueError(f"the seed must be a whole number >= 0 (the record is named seed<k>.json); got {seed}")
     git_commit()  # read now, while the checkout still holds the code this process loaded
     task, encoding = task_card(task_name), encoding_card(encoding_name)
     apply_overrides(task, encoding, overrides)

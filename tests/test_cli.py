@@ -44,6 +44,12 @@ def test_impossible_split_exits_with_the_reason(tmp_path):
     assert out.returncode == 2 and "must lie inside the first (in-distribution) bucket" in out.stderr
 
 
+def test_a_negative_seed_stops_and_writes_nothing(tmp_path):
+    out = pebench("run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--seed", "-1")
+    assert out.returncode == 2 and "the seed must be a whole number >= 0" in out.stderr, out.stderr
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize(
     "override, message",
     [

@@ -17,6 +17,7 @@ def card(**split):
         ({"train": [1, 20]}, r"training lengths 1-20 must lie inside the first \(in-distribution\) bucket 1-16"),
         ({"buckets": [[1, 16], [10, 32]]}, "ascending and disjoint: 1-16 then 10-32"),
         ({"train": [5, 2]}, r"split.train \[5, 2\] is empty"),
+        ({"train": [1, 16.5]}, r"split.train bounds must be whole numbers \(hi may be inf\); got \[1, 16.5\]"),
         ({"buckets": []}, "give at least the in-distribution bucket"),
         ({"eval_examples": -1}, "at least 1"),
     ],
