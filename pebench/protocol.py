@@ -111,12 +111,17 @@ def length_bucket(bounds, what: str) -> LengthBucket:
     if not isinstance(bounds, list) or len(bounds) != 2:
         raise ValueError(f"{what} must be [lo, hi] (hi may be inf); got {bounds!r}")
     lo, hi = bounds
-    hi = None if isinstance(hi, float) and math.isinf(hi) else hi
-    if not all(isinstance(bound, int) and not isinstance(bound, bool) for bound in (lo, hi) if bound is not None):
+    unbounded = hi == math.inf
+    if not _is_whole(lo) or not (unbounded or _is_whole(hi)):
         raise ValueError(f"{what} bounds must be whole numbers (hi may be inf); got {bounds!r}")
+    hi = None if unbounded else hi
     if lo < 1 or (hi is not None and hi < lo):
         raise ValueError(f"{what} {bounds} is empty: lengths start at 1 and need lo <= hi")
     return LengthBucket(lo, hi)
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _section(card: dict, name: str, cls):

@@ -146,6 +146,14 @@ def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_
         torch.testing.assert_close(got_grad, expected_grad)
 
 
+def test_causal_blocks_refuse_unequal_query_and_key_lengths():
+    from pebench.encodings import base
+
+    q, k = torch.zeros(1, 1, 7, 4), torch.zeros(1, 1, 9, 4)
+    with pytest.raises(ValueError, match="needs as many queries as keys; got 7 and 9"):
+        base.in_blocks(base.attention_block, q, k, k, torch.zeros(7, 9), causal=True)
+
+
 def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank():
     # Cross-attention shapes (7 queries, 9 keys), a 2-D mask and a 3-D bias, cut into 1-row blocks.
     from pebench.encodings import base

@@ -128,7 +128,7 @@ CAUSAL_CHUNKS = 4  # query-row chunks of causal attention in in_blocks
 
 def in_blocks(block: Callable[..., Tensor], q: Tensor, k: Tensor, v: Tensor, *pairwise: Tensor, causal: bool = False) -> Tensor:
     """Attention computed by ``block(q_block, k_block, v_block, *pairwise_blocks)`` over blocks
-    of examples, or of query rows, whose scores take at most :data:`BLOCK_BYTES`: query
+    of examples and of query rows whose scores take at most :data:`BLOCK_BYTES`: query
     chunking as in Rabe and Staats 2021 ("Self-attention Does Not Need O(n^2) Memory", sec. 2),
     without their key chunking, so each block's softmax is whole and exact.
 
@@ -148,13 +148,17 @@ def in_blocks(block: Callable[..., Tensor], q: Tensor, k: Tensor, v: Tensor, *pa
         q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
         pairwise: per (query, key) tensors broadcastable to ``[b, h, s_q, s_k]`` (masks,
             offsets), cut into the same blocks along their batch and query dimensions.
-        causal: query i attends to keys 0..i only (s_q = s_k; the masks in ``pairwise`` say so
-            too), so keys after a chunk's last row can be left out.
+        causal: query i attends to keys 0..i only (the masks in ``pairwise`` say so too), so
+            keys after a chunk's last row can be left out.
     Returns:
         ``[b, h, s_q, d_h]``.
+    Raises:
+        ValueError: if causal with s_q != s_k.
     """
     b, h, s_q, _ = q.shape
     s_k = k.shape[-2]
+    if causal and s_q != s_k:
+        raise ValueError(f"causal attention pairs query i with keys 0..i: needs as many queries as keys; got {s_q} and {s_k}")
     if q.device.type != "cpu":  # GPU kernels want one large launch, not many small ones
         return block(q, k, v, *pairwise)
     # the heads are views of the projections ([b, s, h, d_h] in memory): copied once here, not

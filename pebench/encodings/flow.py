@@ -26,7 +26,8 @@ Equations I", sec. II.6). For a smooth h its error is O(step^4), the order of RK
 grid coarser than Delta costs fewer sequential solver steps at the solver's own accuracy (h's
 ReLU makes the error fall more slowly with the step: at initialisation, d=64, relative to a grid
 40x finer, 6e-5 at step Delta, 2e-3 at 4 Delta, 1e-2 at 8 Delta). With step_size <= Delta every
-position is a knot and the interpolant returns the solver's values exactly. Gradients are exact: backpropagation runs through the solver steps and the interpolant.
+position is a knot, read as the solver returns it. Gradients are exact: backpropagation runs
+through the solver steps and the interpolant.
 In evaluation (no gradient) the grid solution is cached and reused while the parameters are
 unchanged; a longer sequence is served by integrating further in t from the last knot.
 Shapes: b batch, h heads, s sequence, d model width, d_h head width, C channels, n positions.
@@ -130,7 +131,8 @@ class Flow(PositionalEncoding):
         self.knot_spacing = max(self.step_size, delta)  # H
         self.positions_per_knot = _whole_ratio(self.knot_spacing, delta)  # R = H / Delta
         if self.positions_per_knot is None or _whole_ratio(self.knot_spacing, self.step_size) is None:
-            raise ValueError(f"FLOATER step_size must be a whole multiple or a whole fraction of delta; got step_size={step_size}, delta={delta}")
+            raise ValueError(f"FLOATER step_size must be a whole multiple or a whole fraction of delta; got step_size={step_size}, "
+                             f"delta={delta}: set step_size too, e.g. to {4 * delta:g} (4 positions a step) or {delta:g} (one)")
         if placement == "input":
             self.channel = {stack: i for i, stack in enumerate(geometry.stacks)}
             channels = len(geometry.stacks)
@@ -145,9 +147,12 @@ class Flow(PositionalEncoding):
         self._cache_key: tuple | None = None
 
     def grid_points(self, num_positions: int) -> int:
-        """Knots the interpolation of positions 0..num_positions-1 needs: tau_0 = 0 up to the
-        first knot strictly past t_{n-1}, so that every position lies in an interval at s < 1
-        (a position on a knot is read at s = 0: exactly the solver's value)."""
+        """Knots that positions 0..num_positions-1 need: the positions themselves when every
+        position is a knot (R = 1); else tau_0 = 0 up to the first knot strictly past t_{n-1},
+        so that every position lies in an interval at s < 1 (a position on a knot is read at
+        s = 0: exactly the solver's value)."""
+        if self.positions_per_knot == 1:
+            return num_positions
         return (num_positions - 1) // self.positions_per_knot + 2
 
     def integrate(self, state: Tensor, first: int, last: int) -> Tensor:
@@ -183,8 +188,10 @@ class Flow(PositionalEncoding):
                    + s^3 (2 (y_j - y_{j+1}) + H (f_j + f_{j+1})).
         Every interval holds the same R values of s, so all positions are one product of the
         [R, 4] powers s^k with the [4, C * d] coefficients of each interval (no gather).
-        Returns ``[num_positions, C, d]``; at s = 0 exactly y_j."""
+        Returns ``[num_positions, C, d]``; at s = 0 exactly y_j, and with R = 1 the knots."""
         m, step, per_knot = knots.shape[0], self.knot_spacing, self.positions_per_knot
+        if per_knot == 1:  # every position is a knot
+            return knots[:num_positions]
         times = torch.arange(m, device=knots.device, dtype=_time_dtype(knots)) * step
         slopes = self.dynamics(times[:, None, None], knots) * step  # H f_j: [m, C, d]
         y0, y1, f0, f1 = knots[:-1], knots[1:], slopes[:-1], slopes[1:]

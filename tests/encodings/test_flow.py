@@ -125,7 +125,7 @@ def test_adjoint_and_direct_gradients_agree():
     torch.testing.assert_close(grads[0], grads[1], atol=1e-3, rtol=1e-3)
 
 
-@pytest.mark.parametrize("step_size", [0.1, 0.4])  # every position a grid point; 3 in 4 interpolated
+@pytest.mark.parametrize("step_size", [0.1, 0.4, 0.025])  # every position a knot; 3 in 4 interpolated; 4 steps a knot
 def test_evaluation_caches_and_extends_the_solution(step_size):
     encoding = flow(step_size=step_size).eval()
     with torch.no_grad():
@@ -186,14 +186,27 @@ def test_input_placement_adds_to_embeddings_only():
 
 
 def test_a_step_finer_than_delta_returns_the_solvers_values_at_every_position():
-    encoding = flow(delta=0.1, step_size=0.025).double()  # 4 solver steps per position
-    encoding.prepare(30, torch.device("cpu"))
-    times = torch.arange(30, dtype=torch.float64) * 0.1
+    # 4 solver steps per position; 75 positions span three solver chunks (CHUNK = 32 knots)
+    encoding = flow(delta=0.1, step_size=0.025).double()
+    encoding.prepare(75, torch.device("cpu"))
+    times = torch.arange(75, dtype=torch.float64) * 0.1
     direct = odeint(encoding.dynamics, encoding.initial, times, method="rk4", options={"step_size": 0.025})
-    torch.testing.assert_close(encoding.solution(torch.arange(30)), direct, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(encoding.solution(torch.arange(75)), direct, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("params", [{"delta": 0.0}, {"step_size": -0.4}, {"placement": "output"}, {"step_size": 0.25}, {"step_size": 0.03}])
-def test_bad_parameters_are_refused_with_the_reason(params):
-    with pytest.raises(ValueError, match="placement must be one of|must be positive|whole multiple or a whole fraction of delta"):
+@pytest.mark.parametrize("delta, step_size, positions_per_knot", [(0.1, None, 1), (0.1, 0.3, 3), (0.1, 0.7, 7), (0.05, 0.4, 8), (0.1, 1 / 30, 1)])
+def test_whole_ratios_are_recognised_through_float_round_off(delta, step_size, positions_per_knot):
+    # 3 * 0.1 is 0.30000000000000004 in floating point, yet 0.3 is three steps of 0.1
+    assert flow(delta=delta, step_size=step_size).positions_per_knot == positions_per_knot
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"delta": 0.0}, "must be positive"),
+    ({"step_size": -0.4}, "must be positive"),
+    ({"placement": "output"}, "placement must be one of"),
+    ({"step_size": 0.25}, r"whole multiple or a whole fraction of delta; got step_size=0.25, delta=0.1: set step_size too, e.g. to 0.4"),
+    ({"step_size": 0.03}, "whole multiple or a whole fraction of delta"),
+])
+def test_bad_parameters_are_refused_with_the_reason(params, message):
+    with pytest.raises(ValueError, match=message):
         flow(**params)

@@ -5,6 +5,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from pebench.encodings import base
+from pebench.encodings import relative as relative_module
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
 from pebench.model import ModelConfig
@@ -51,11 +52,17 @@ def test_matches_the_papers_pairwise_formula(block_bytes, mask):
     expected_grads = [t.grad.clone() for t in (q, k, v)]
     for t in (q, k, v):
         t.grad = None
+    keys, block = [], relative_module.relative_attention  # keys each block scores
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
+        patch.setattr(relative_module, "relative_attention", lambda *args: keys.append(args[3].shape[2]) or block(*args))
         given = base.causal_mask(s, torch.device("cpu")) if mask == "shared causal" else allowed  # the same mask
         out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), given, SELF)
     out.square().sum().backward()
+    if mask == "shared causal":  # row chunks (2 rows, or 1 in 1-row blocks), each with keys up to its last row
+        assert keys == ([2, 4, 6, 7] if block_bytes == 1 << 20 else list(range(1, 8)) * b)
+    else:
+        assert set(keys) == {s}
     torch.testing.assert_close(out, expected)
     for got, wanted in zip((t.grad for t in (q, k, v)), expected_grads):
         torch.testing.assert_close(got, wanted)
