@@ -11,15 +11,11 @@ over the rounds after the warm-up round. *Ratio to NoPE* is a contender's step t
 same shape (1.10 = 10% slower).
 
 Peak memory is measured first, at every shape, in each contender's first training step and
-evaluation forward: on CUDA, torch's peak allocated bytes during the call; on Linux CPUs, the
-process's peak resident set (VmHWM, reset through ``/proc/self/clear_refs``) above the resident
-set before the call, with glibc's mmap threshold held at 1 MiB so that every large tensor is a
-mapping of its own, returned to the system when freed (by default glibc raises the threshold as
-blocks are freed and then keeps freed memory resident, hiding what a call needs). Only then do
-the timed rounds run, with the threshold at 32 MiB, where glibc's own adjustment settles, since
-a mapping per tensor slows every step: blocks freed in them stay in glibc's free lists, where a
-later measurement would reuse them unseen (measured shape by shape, the later shapes read
-0 MiB). Elsewhere memory is not measured.
+evaluation forward: the most bytes of tensors the call allocated and held at once, above what
+was held before it. On CUDA from torch's peak allocated bytes; on CPUs from every allocation and
+free that torch's profiler records during the call (``profile_memory``), summed in time order.
+The process's resident set would not do: the allocator keeps freed blocks for reuse, and the
+kernel may reclaim other pages during the call (both were seen here, reading 0 MiB).
 
 Contenders: every encoding card, FLOATER with the adjoint method (``flow+adjoint``), and, when
 x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
@@ -31,11 +27,13 @@ source and target of the same length). On CUDA both passes run under bf16 autoca
 from __future__ import annotations
 
 import argparse
-import ctypes
+import contextlib
 import json
+import os
 import platform
-import re
 import statistics
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -200,13 +198,23 @@ def timed(call: Callable[[], None], device: torch.device) -> float:
     return time.perf_counter() - tick
 
 
-def _status_kib(field_name: str) -> int:
-    return int(re.search(rf"{field_name}:\s+(\d+) kB", Path("/proc/self/status").read_text()).group(1))
+@contextlib.contextmanager
+def _stderr_silenced():
+    """File descriptor 2 to the null device for the block, where native code writes too."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
-def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float | None:
-    """Memory that ``call()`` needs above what is held before it, in MiB (see the module
-    docstring); None where it cannot be measured."""
+def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float:
+    """Tensor memory that ``call()`` needs above what is held before it, in MiB (see the
+    module docstring)."""
     if device.type == "cuda":
         sync_device(device)
         before = torch.cuda.memory_allocated(device)
@@ -214,26 +222,23 @@ def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float | No
         call()
         sync_device(device)
         return (torch.cuda.max_memory_allocated(device) - before) / 2**20
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
+    with _stderr_silenced():  # the profiler logs a line as it starts and as it stops
+        profiler.start()
     try:
-        Path("/proc/self/clear_refs").write_text("5")  # reset the peak resident set to the current one
-        before = _status_kib("VmRSS")
-    except OSError:
         call()
-        return None
-    call()
-    return max(0.0, (_status_kib("VmHWM") - before) / 1024)
-
-
-def _mmap_threshold(size: int) -> None:
-    """Set glibc's mmap threshold (see the module docstring); a no-op without glibc."""
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(-3, size)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
-
-
-MEASURING_THRESHOLD = 1 << 20  # every large tensor mapped on its own while memory is measured
-TIMING_THRESHOLD = 32 << 20  # glibc's own upper bound, where its dynamic threshold settles: timing as usual
+    finally:
+        with _stderr_silenced():
+            profiler.stop()
+    with tempfile.TemporaryDirectory() as folder:  # the trace is the public record of each allocation and free
+        profiler.export_chrome_trace(f"{folder}/trace.json")
+        events = json.loads(Path(f"{folder}/trace.json").read_text())["traceEvents"]
+    changes = sorted((e["ts"], e["args"]["Bytes"]) for e in events if e.get("name") == "[memory]")
+    held = peak = 0
+    for _, change in changes:
+        held += change
+        peak = max(peak, held)
+    return peak / 2**20
 
 
 def build_benches(shape: Shape, chosen: list[Contender], settings: Settings) -> tuple[dict[str, dict], list[Bench]]:
@@ -314,15 +319,10 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
 def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
     """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
     with ratios."""
-    cpu = settings.device.type == "cpu"
-    if cpu:
-        _mmap_threshold(MEASURING_THRESHOLD)
     rows = {}
-    for shape in settings.shapes:  # memory first, every shape, before any timed round (module docstring)
+    for shape in settings.shapes:  # memory first, every shape, outside the timed rounds (the profiler slows a call)
         progress(f"{shape}: memory")
         rows[shape] = measure_memory(shape, chosen, settings)
-    if cpu:
-        _mmap_threshold(TIMING_THRESHOLD)
     for shape in settings.shapes:
         measure_speed(shape, chosen, settings, rows[shape], progress)
     table = pd.DataFrame([row for shape in settings.shapes for row in rows[shape].values()])
