@@ -17,6 +17,13 @@ free that torch's profiler records during the call (``profile_memory``), summed 
 The process's resident set would not do: the allocator keeps freed blocks for reuse, and the
 kernel may reclaim other pages during the call (both were seen here, reading 0 MiB).
 
+glibc's mmap threshold is held at 1 MiB while memory is measured, so that every large tensor is
+a mapping of its own, returned to the system when freed, and at 32 MiB (glibc's own upper bound,
+where its dynamic threshold settles in a long run of one model) in the timed rounds. Left to
+glibc's dynamic threshold, blocks freed by the measurements of all shapes stay in the heap the
+timed rounds use; two whole runs so read T5 1.88 and 1.96 and learned 1.01 and 1.07 at dec 256,
+two with these thresholds 1.58 and 1.77, and 1.00 and 1.02.
+
 Contenders: every encoding card, FLOATER with the adjoint method (``flow+adjoint``), and, when
 x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
 built by x-transformers with its sinusoidal, rotary, ALiBi and T5-bias options.
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import platform
@@ -212,6 +220,18 @@ def _stderr_silenced():
         os.close(saved)
 
 
+def _mmap_threshold(size: int) -> None:
+    """Set glibc's mmap threshold (see the module docstring); a no-op without glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, size)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+MEASURING_THRESHOLD = 1 << 20  # every large tensor mapped on its own while memory is measured
+TIMING_THRESHOLD = 32 << 20  # glibc's own upper bound, where its dynamic threshold settles
+
+
 def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float:
     """Tensor memory that ``call()`` needs above what is held before it, in MiB (see the
     module docstring)."""
@@ -319,10 +339,15 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
 def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
     """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
     with ratios."""
+    cpu = settings.device.type == "cpu"
+    if cpu:
+        _mmap_threshold(MEASURING_THRESHOLD)
     rows = {}
     for shape in settings.shapes:  # memory first, every shape, outside the timed rounds (the profiler slows a call)
         progress(f"{shape}: memory")
         rows[shape] = measure_memory(shape, chosen, settings)
+    if cpu:
+        _mmap_threshold(TIMING_THRESHOLD)
     for shape in settings.shapes:
         measure_speed(shape, chosen, settings, rows[shape], progress)
     table = pd.DataFrame([row for shape in settings.shapes for row in rows[shape].values()])
