@@ -85,51 +85,18 @@ def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
 BLOCKS = {1 << 20: 1, 2 * 7 * 3 * 7 * 8: 3, 3 * 3 * 7 * 8: 15, 3 * 7 * 8: 35}  # block bytes -> blocks, for [5, 3, 7, 7] float64 scores
 
 
-@pytest.mark.parametrize("block_bytes", BLOCKS)  # the whole batch; 2 examples a block; 3 query rows; 1 row
-@pytest.mark.parametrize("padding", [False, True])
-def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(block_bytes, padding):
-    # A learned bias ([1, h, s, s], as T5's) with a gradient sends CPU attention through
-    # in_blocks; reference: the whole masked softmax written out, float64.
+def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor, block_bytes: int) -> list[tuple[int, int]]:
+    """Biased attention ([5, 3, 7, 4] float64, a learned [1, h, s, s] bias with a gradient, as
+    T5's) through scaled_dot_product with the mask ``given``, cut into blocks of block_bytes,
+    against the whole softmax written out with ``allowed``, in values and gradients. Returns each
+    block's (query rows, keys)."""
     from pebench.encodings import base
 
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
-    bias = torch.randn(1, 3, 7, 7, generator=g, dtype=torch.float64, requires_grad=True)
-    allowed = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # [1, 1, 7, 7]
-    if padding:  # encoder-style key padding: [b, 1, 1, s_k], the last 2 keys of examples 1 and 3
-        allowed = torch.ones(5, 1, 1, 7, dtype=torch.bool)
-        allowed[[1, 3], ..., 5:] = False
-    weights = torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64)
-    logits = (q @ k.transpose(-1, -2)) / 2.0 + bias  # sqrt(d_h) = 2
-    expected = logits.masked_fill(~allowed, float("-inf")).softmax(-1) @ v
-    (expected * weights).sum().backward()
-    expected_grads = [t.grad.clone() for t in (q, k, v, bias)]
-    for t in (q, k, v, bias):
-        t.grad = None
-    calls, block = [], base.attention_block
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "BLOCK_BYTES", block_bytes)
-        patch.setattr(base, "attention_block", lambda *args: calls.append(args[0].shape) or block(*args))
-        got = base.scaled_dot_product(q, k, v, allowed, bias)
-    (got * weights).sum().backward()
-    assert len(calls) == BLOCKS[block_bytes]
-    torch.testing.assert_close(got, expected)
-    for got_grad, expected_grad in zip((t.grad for t in (q, k, v, bias)), expected_grads):
-        torch.testing.assert_close(got_grad, expected_grad)
-
-
-@pytest.mark.parametrize("block_bytes, blocks", [(1 << 20, 4), (2 * 3 * 7 * 8, 20)])  # one group of 5 examples; 1 example a group
-def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_row(block_bytes, blocks):
-    # The shared causal mask sends biased attention through in_blocks in 4 chunks of query rows
-    # (2, 2, 2, 1 of 7), each with keys 0..its last row; reference: the whole masked softmax.
-    from pebench.encodings import base
-
-    g = torch.Generator().manual_seed(2)
+    g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
     bias = torch.randn(1, 3, 7, 7, generator=g, dtype=torch.float64, requires_grad=True)
     weights = torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64)
-    tril = torch.ones(7, 7, dtype=torch.bool).tril()
-    expected = ((q @ k.transpose(-1, -2)) / 2.0 + bias).masked_fill(~tril, float("-inf")).softmax(-1) @ v
+    expected = ((q @ k.transpose(-1, -2)) / 2.0 + bias).masked_fill(~allowed, float("-inf")).softmax(-1) @ v  # sqrt(d_h) = 2
     (expected * weights).sum().backward()
     expected_grads = [t.grad.clone() for t in (q, k, v, bias)]
     for t in (q, k, v, bias):
@@ -138,12 +105,33 @@ def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
         patch.setattr(base, "attention_block", lambda *args: calls.append((args[0].shape[2], args[1].shape[2])) or block(*args))
-        got = base.scaled_dot_product(q, k, v, base.causal_mask(7, torch.device("cpu")), bias)
+        got = base.scaled_dot_product(q, k, v, given, bias)
     (got * weights).sum().backward()
-    assert len(calls) == blocks and calls[:4] == [(2, 2), (2, 4), (2, 6), (1, 7)]  # (query rows, keys)
     torch.testing.assert_close(got, expected)
     for got_grad, expected_grad in zip((t.grad for t in (q, k, v, bias)), expected_grads):
         torch.testing.assert_close(got_grad, expected_grad)
+    return calls
+
+
+@pytest.mark.parametrize("block_bytes", BLOCKS)  # the whole batch; 2 examples a block; 3 query rows; 1 row
+@pytest.mark.parametrize("padding", [False, True])
+def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(block_bytes, padding):
+    allowed = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # [1, 1, 7, 7], not the shared causal mask
+    if padding:  # encoder-style key padding: [b, 1, 1, s_k], the last 2 keys of examples 1 and 3
+        allowed = torch.ones(5, 1, 1, 7, dtype=torch.bool)
+        allowed[[1, 3], ..., 5:] = False
+    assert len(blocked_against_whole(0, allowed, allowed, block_bytes)) == BLOCKS[block_bytes]
+
+
+@pytest.mark.parametrize("block_bytes, blocks", [(1 << 20, 4), (2 * 3 * 7 * 8, 20)])  # one group of 5 examples; 1 example a group
+def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_row(block_bytes, blocks):
+    # The shared causal mask sends biased attention through in_blocks in 4 chunks of query rows
+    # (2, 2, 2, 1 of 7), each with keys 0..its last row.
+    from pebench.encodings import base
+
+    tril = torch.ones(7, 7, dtype=torch.bool).tril()
+    calls = blocked_against_whole(2, tril, base.causal_mask(7, torch.device("cpu")), block_bytes)
+    assert len(calls) == blocks and calls[:4] == [(2, 2), (2, 4), (2, 6), (1, 7)]  # (query rows, keys)
 
 
 def test_causal_blocks_refuse_unequal_query_and_key_lengths():
