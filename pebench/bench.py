@@ -500,7 +500,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """
     settings = Settings(shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL,
                         rounds=args.rounds if args.rounds is not None else 2 if args.quick else Settings.rounds,
-                        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else 8192, device=resolve_device(args.device),
+                        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else Settings.tokens_per_batch, device=resolve_device(args.device),
                         encodings=tuple(args.encodings.split(",")) if args.encodings else None, peer=not args.no_peer)
     if settings.rounds < 1 or settings.tokens_per_batch < 1:
         raise ValueError(f"--rounds and --tokens must be at least 1; got {settings.rounds} and {settings.tokens_per_batch}")
