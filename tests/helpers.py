@@ -1,7 +1,8 @@
-"""Small seeded models for the encoding and model tests."""
+"""Small seeded models for the encoding and model tests, and a spy on attention blocks."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from pebench.model import ModelConfig, Transformer
@@ -15,3 +16,16 @@ def build(encoding: str, architecture: str = "decoder", max_length: int = 64, vo
     torch.manual_seed(0)
     config = ModelConfig(architecture=architecture, d_model=32, n_heads=4, n_layers=2, d_ff=64)
     return Transformer(config, vocab, plugins(ENCODINGS)[encoding](config.geometry(max_length), **params))
+
+
+def spy_on_blocks(patch: pytest.MonkeyPatch, module) -> list[list[tuple[int, int]]]:
+    """Records each call of ``module.attention_blocks``: the (query rows, keys) of every block."""
+    plans, attention_blocks = [], module.attention_blocks
+
+    def spy(q, k, causal):
+        blocks = attention_blocks(q, k, causal)
+        plans.append([(len(range(q.shape[2])[rows]), keys) for _, rows, keys in blocks])
+        return blocks
+
+    patch.setattr(module, "attention_blocks", spy)
+    return plans

@@ -3,7 +3,7 @@ import torch
 
 from pebench.batching import pack
 from pebench.tasks.base import Example
-from tests.helpers import BUILT_IN_ENCODINGS, build
+from tests.helpers import BUILT_IN_ENCODINGS, build, spy_on_blocks
 
 ARCHITECTURES = ["decoder", "encoder_decoder"]
 
@@ -101,16 +101,15 @@ def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor,
     expected_grads = [t.grad.clone() for t in (q, k, v, bias)]
     for t in (q, k, v, bias):
         t.grad = None
-    calls, block = [], base.attention_block
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
-        patch.setattr(base, "attention_block", lambda *args: calls.append((args[0].shape[2], args[1].shape[2])) or block(*args))
+        plan = spy_on_blocks(patch, base)
         got = base.scaled_dot_product(q, k, v, given, bias)
-    (got * weights).sum().backward()
+        (got * weights).sum().backward()
     torch.testing.assert_close(got, expected)
     for got_grad, expected_grad in zip((t.grad for t in (q, k, v, bias)), expected_grads):
         torch.testing.assert_close(got_grad, expected_grad)
-    return calls
+    return plan[0]
 
 
 @pytest.mark.parametrize("block_bytes", BLOCKS)  # the whole batch; 2 examples a block; 3 query rows; 1 row
@@ -125,7 +124,7 @@ def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(bloc
 
 @pytest.mark.parametrize("block_bytes, blocks", [(1 << 20, 4), (2 * 3 * 7 * 8, 20)])  # one group of 5 examples; 1 example a group
 def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_row(block_bytes, blocks):
-    # The shared causal mask sends biased attention through in_blocks in 4 chunks of query rows
+    # The shared causal mask has biased attention computed in 4 chunks of query rows
     # (2, 2, 2, 1 of 7), each with keys 0..its last row.
     from pebench.encodings import base
 
@@ -139,21 +138,28 @@ def test_causal_blocks_refuse_unequal_query_and_key_lengths():
 
     q, k = torch.zeros(1, 1, 7, 4), torch.zeros(1, 1, 9, 4)
     with pytest.raises(ValueError, match="needs as many queries as keys; got 7 and 9"):
-        base.in_blocks(base.attention_block, q, k, k, torch.zeros(7, 9), causal=True)
+        base.attention_blocks(q, k, causal=True)
 
 
-def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank():
-    # Cross-attention shapes (7 queries, 9 keys), a 2-D mask and a 3-D bias, cut into 1-row blocks.
+@pytest.mark.parametrize("bias_shape", [(3, 7, 9), (7, 9), (2, 1, 7, 9)])  # per head; shared by heads; per example
+def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank(bias_shape):
+    # Cross-attention shapes (7 queries, 9 keys), a 2-D mask and a bias of rank 2 to 4, cut into
+    # 1-row blocks; the gradient of a bias broadcast over heads or examples is summed over them.
     from pebench.encodings import base
 
     g = torch.Generator().manual_seed(1)
-    q = torch.randn(2, 3, 7, 4, generator=g, dtype=torch.float64)
-    k, v = (torch.randn(2, 3, 9, 4, generator=g, dtype=torch.float64) for _ in range(2))
-    bias = torch.randn(3, 7, 9, generator=g, dtype=torch.float64, requires_grad=True)
+    q = torch.randn(2, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    k, v = (torch.randn(2, 3, 9, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    bias = torch.randn(bias_shape, generator=g, dtype=torch.float64, requires_grad=True)
     allowed = torch.rand(7, 9, generator=g) > 0.3
     allowed[:, 0] = True  # every row allows a key
+    weights = torch.randn(2, 3, 7, 4, generator=g, dtype=torch.float64)
     expected = ((q @ k.transpose(-1, -2)) / 2.0 + bias).masked_fill(~allowed, float("-inf")).softmax(-1) @ v
+    expected_grads = torch.autograd.grad((expected * weights).sum(), (q, k, v, bias))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", 1)
         got = base.scaled_dot_product(q, k, v, allowed, bias)
+        grads = torch.autograd.grad((got * weights).sum(), (q, k, v, bias))
     torch.testing.assert_close(got, expected)
+    for got_grad, expected_grad in zip(grads, expected_grads):
+        torch.testing.assert_close(got_grad, expected_grad)

@@ -9,7 +9,7 @@ from pebench.encodings import relative as relative_module
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
 from pebench.model import ModelConfig
-from tests.helpers import build
+from tests.helpers import build, spy_on_blocks
 
 SELF = Site("decoder", 0, "self")
 
@@ -30,7 +30,7 @@ def test_offset_index_is_clipped():
 @pytest.mark.parametrize("mask", ["causal", "shared causal", "padding"])
 def test_matches_the_papers_pairwise_formula(block_bytes, mask):
     # Shaw et al. eq. 3-4 computed naively with an explicit [b, h, s, s, d_h] tensor, in values
-    # and gradients, whole or cut into blocks (in_blocks), causal (the model's shared causal mask
+    # and gradients, whole or cut into blocks (attention_blocks), causal (the model's shared causal mask
     # is cut into row chunks with fewer keys) or with encoder key padding.
     relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(32), clip=3).double()
     b, h, s, d_h = 2, 2, 7, 8
@@ -52,13 +52,14 @@ def test_matches_the_papers_pairwise_formula(block_bytes, mask):
     expected_grads = [t.grad.clone() for t in (q, k, v)]
     for t in (q, k, v):
         t.grad = None
-    keys, block = [], relative_module.relative_attention  # keys each block scores
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
-        patch.setattr(relative_module, "relative_attention", lambda *args: keys.append(args[3].shape[2]) or block(*args))
+        plans = spy_on_blocks(patch, relative_module)
         given = base.causal_mask(s, torch.device("cpu")) if mask == "shared causal" else allowed  # the same mask
         out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), given, SELF)
-    out.square().sum().backward()
+        out.square().sum().backward()
+    keys = [n for _, n in plans[0]]  # keys each block scores
+    assert plans[1] == plans[0]  # backward walks the blocks of forward
     if mask == "shared causal":  # row chunks (2 rows, or 1 in 1-row blocks), each with keys up to its last row
         assert keys == ([2, 4, 6, 7] if block_bytes == 1 << 20 else list(range(1, 8)) * b)
     else:
@@ -93,5 +94,5 @@ def test_no_tensor_of_size_batch_heads_length_length_head_width_is_made():
         model(tokens).sum().backward()
     h, d_h = model.config.n_heads, model.config.d_model // model.config.n_heads
     assert 0 < Largest.numel < b * h * length * length * d_h
-    # attention weights were seen: the last of in_blocks' 4 causal row chunks, both examples at once
+    # attention weights were seen: the last of the 4 causal row chunks, both examples at once
     assert Largest.numel >= b * h * (length // 4) * length
