@@ -26,47 +26,79 @@ def test_offset_index_is_clipped():
     assert torch.equal(relative_offset_index(torch.arange(5), torch.arange(5), 2), expected)
 
 
-@pytest.mark.parametrize("block_bytes", [1 << 20, 2 * 7 * 8])  # one block; one query row a block
+def pairwise_formula(q, k, v, allowed, key_vectors, value_vectors, clip, positions=None):
+    """Shaw et al. eq. 3-4 written naively, with explicit [s, s, d_h] tensors a^K_ij, a^V_ij
+    built by a loop over (i, j) at the given positions (default 0..s-1)."""
+    positions = list(range(q.shape[2])) if positions is None else positions.tolist()
+    index = [[max(-clip, min(clip, j - i)) + clip for j in positions] for i in positions]
+    a_key = torch.stack([torch.stack([key_vectors[r] for r in row]) for row in index])  # [s, s, d_h]
+    a_value = torch.stack([torch.stack([value_vectors[r] for r in row]) for row in index])
+    logits = torch.einsum("bhid,bhijd->bhij", q, k[:, :, None] + a_key) / math.sqrt(q.shape[-1])
+    weights = logits.masked_fill(~allowed, float("-inf")).softmax(-1)
+    return torch.einsum("bhij,bhijd->bhid", weights, v[:, :, None] + a_value)
+
+
+CASES = {  # (tokens, k, block bytes): the blocks, as (query rows, keys), of the shared causal mask
+    (7, 3, 1 << 20): [(2, 2), (2, 4), (2, 6), (1, 7)],  # 2 rows a chunk, not more than k: Gathered
+    (7, 3, 2 * 7 * 8): [(1, n) for n in range(1, 8)] * 2,  # one query row a block
+    (37, 4, 1 << 20): [(10, 10), (10, 20), (10, 30), (7, 37)],  # more than k rows a chunk: Banded
+    (37, 4, 2 * 10 * 37 * 8): [(10, 10), (10, 20), (10, 30), (7, 37)] * 2,  # one example a block
+}
+
+
+@pytest.mark.parametrize("s, clip, block_bytes", CASES)
 @pytest.mark.parametrize("mask", ["causal", "shared causal", "padding"])
-def test_matches_the_papers_pairwise_formula(block_bytes, mask):
-    # Shaw et al. eq. 3-4 computed naively with an explicit [b, h, s, s, d_h] tensor, in values
-    # and gradients, whole or cut into blocks (attention_blocks), causal (the model's shared causal mask
-    # is cut into row chunks with fewer keys) or with encoder key padding.
-    relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(32), clip=3).double()
-    b, h, s, d_h = 2, 2, 7, 8
+def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
+    # Eq. 3-4 written naively, in values and in the gradients of q, k, v, w^K and w^V, whole or
+    # cut into blocks, causal (the model's shared causal mask is cut into row chunks with fewer
+    # keys, whose buckets are read along diagonals when chunks have more than k rows) or with
+    # encoder key padding.
+    relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(64), clip=clip).double()
+    b, h, d_h = 2, 2, 8
     q, k, v = (torch.randn(b, h, s, d_h, dtype=torch.float64, requires_grad=True) for _ in range(3))
     allowed = torch.ones(s, s, dtype=torch.bool).tril()[None, None]
     if mask == "padding":  # [b, 1, 1, s]: the last 3 keys of example 1 are padding
         allowed = torch.ones(b, 1, 1, s, dtype=torch.bool)
-        allowed[1, ..., 4:] = False
-    aK = torch.empty(s, s, d_h, dtype=torch.float64)
-    aV = torch.empty(s, s, d_h, dtype=torch.float64)
-    for i in range(s):
-        for j in range(s):
-            r = max(-3, min(3, j - i)) + 3
-            aK[i, j], aV[i, j] = relative.key_vectors[0, r].detach(), relative.value_vectors[0, r].detach()
-    logits = torch.einsum("bhid,bhijd->bhij", q, k[:, :, None] + aK) / math.sqrt(d_h)
-    weights = logits.masked_fill(~allowed, float("-inf")).softmax(-1)
-    expected = torch.einsum("bhij,bhijd->bhid", weights, v[:, :, None] + aV)
-    expected.square().sum().backward()
-    expected_grads = [t.grad.clone() for t in (q, k, v)]
-    for t in (q, k, v):
-        t.grad = None
+        allowed[1, ..., s - 3:] = False
+    inputs = (q, k, v, relative.key_vectors, relative.value_vectors)
+    gradient = torch.randn(b, h, s, d_h, dtype=torch.float64)
+    expected = pairwise_formula(q, k, v, allowed, relative.key_vectors[0], relative.value_vectors[0], clip)
+    expected_grads = torch.autograd.grad((expected * gradient).sum(), inputs)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
         plans = spy_on_blocks(patch, relative_module)
         given = base.causal_mask(s, torch.device("cpu")) if mask == "shared causal" else allowed  # the same mask
         out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), given, SELF)
-        out.square().sum().backward()
-    keys = [n for _, n in plans[0]]  # keys each block scores
+        grads = torch.autograd.grad((out * gradient).sum(), inputs)
     assert plans[1] == plans[0]  # backward walks the blocks of forward
-    if mask == "shared causal":  # row chunks (2 rows, or 1 in 1-row blocks), each with keys up to its last row
-        assert keys == ([2, 4, 6, 7] if block_bytes == 1 << 20 else list(range(1, 8)) * b)
+    if mask == "shared causal":
+        assert plans[0] == CASES[s, clip, block_bytes]
     else:
-        assert set(keys) == {s}
+        assert {n for _, n in plans[0]} == {s}
     torch.testing.assert_close(out, expected)
-    for got, wanted in zip((t.grad for t in (q, k, v)), expected_grads):
+    for got, wanted in zip(grads, expected_grads):
         torch.testing.assert_close(got, wanted)
+
+
+def test_causal_blocks_of_more_than_k_rows_are_banded():
+    from pebench.encodings.relative import Banded, Gathered, _blocks
+
+    q, key_vectors = torch.zeros(2, 2, 37, 8), torch.zeros(9, 8)  # k = 4
+    offsets = relative_offset_index(torch.arange(37), torch.arange(37), 4)
+    assert {type(block) for block in _blocks(q, q, offsets, key_vectors, causal=True, banded=True)} == {Banded}
+    assert {type(block) for block in _blocks(q, q, offsets, key_vectors, causal=True, banded=False)} == {Gathered}
+    assert {type(block) for block in _blocks(q[:, :, :16], q[:, :, :16], offsets[:16, :16], key_vectors, causal=True, banded=True)} == {Gathered}  # 4 rows a chunk
+
+
+def test_causal_attention_at_positions_with_gaps_gathers_the_buckets():
+    # Randomized positional encodings give sorted positions with gaps: the buckets no longer
+    # follow the diagonals, and the blocks must gather them (37 tokens, k = 4: 10 rows a chunk).
+    relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(64), clip=4).double()
+    positions = torch.randperm(80, generator=torch.Generator().manual_seed(0))[:37].sort().values
+    q, k, v = (torch.randn(2, 2, 37, 8, dtype=torch.float64) for _ in range(3))
+    allowed = base.causal_mask(37, torch.device("cpu"))
+    expected = pairwise_formula(q, k, v, allowed, relative.key_vectors[0], relative.value_vectors[0], 4, positions)
+    torch.testing.assert_close(relative.attend(q, k, v, positions, positions, allowed, SELF), expected)
 
 
 def test_parameters_are_per_layer_and_shared_across_heads():
