@@ -53,12 +53,12 @@ class Relative(PositionalEncoding):
         if site.kind == "cross":
             return scaled_dot_product(q, k, v, allowed)
         layer = self.index[site]
-        offsets = relative_offset_index(q_pos, k_pos, self.clip)  # [s_q, s_k]
         causal = is_causal(allowed, q)
         # on the CPU, where gathering by bucket takes a fifth of a training step (d=64, s=256), and
         # with consecutive positions (not those of randomized positional encodings)
         banded = causal and q.device.type == "cpu" and bool((q_pos.diff() == 1).all())
-        return RelativeAttention.apply(q, k, v, allowed, offsets, self.key_vectors[layer], self.value_vectors[layer], causal, banded)
+        return RelativeAttention.apply(q, k, v, allowed, q_pos, k_pos, self.key_vectors[layer], self.value_vectors[layer], causal,
+                                       banded, torch.is_grad_enabled())
 
 
 class RelativeAttention(torch.autograd.Function):
@@ -77,19 +77,22 @@ class RelativeAttention(torch.autograd.Function):
     Args (of ``apply``):
         q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
         allowed: bool, broadcastable to ``[b, h, s_q, s_k]``; every query row allows a key.
-        offsets: ``[s_q, s_k]`` long, the bucket of each (query, key) (:func:`relative_offset_index`).
+        q_pos: ``[s_q]``, k_pos: ``[s_k]`` positions (long).
         key_vectors, value_vectors: w^K, w^V of the layer, ``[r, d_h]``.
         causal: ``allowed`` is causal, so each chunk of query rows skips the keys after its last row.
-        banded: causal, and the positions consecutive (offsets[i, j] = clip(j - i, k) + k), so
-            the per-bucket terms may be read along diagonals.
+        banded: causal, and the positions consecutive, so the per-bucket terms may be read
+            along diagonals.
+        keep: keep the attention weights for the backward pass (``torch.is_grad_enabled()``
+            where apply is called; in a Function's forward it is always False, and a parameter's
+            view made under ``no_grad`` still has ``requires_grad``). Else one block at a time.
     Returns:
         ``[b, h, s_q, d_h]``.
     """
 
     @staticmethod
-    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, offsets: Tensor, key_vectors: Tensor,
-                value_vectors: Tensor, causal: bool, banded: bool) -> Tensor:
-        blocks = _blocks(q, k, offsets, key_vectors, causal, banded)
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
+                value_vectors: Tensor, causal: bool, banded: bool, keep: bool) -> Tensor:
+        blocks = _blocks(q, k, q_pos, k_pos, key_vectors, causal, banded)
         order = blocks[0].order
         q = order(q) * q.shape[-1] ** -0.5
         k, v = k.contiguous(), v.contiguous()
@@ -103,18 +106,18 @@ class RelativeAttention(torch.autograd.Function):
             p = scores.masked_fill_(~mask_block(allowed, examples, rows, keys), float("-inf")).softmax(dim=-1)  # P
             per_bucket = block.sum(p, row_total=1.0)  # W
             out[examples, :, rows] = (p @ v[examples, :, :keys]).add_(per_bucket @ value_vectors[:used])
-            if any(ctx.needs_input_grad):  # kept for backward; in evaluation one block at a time
+            if keep:
                 weights.append(p)
                 per_bucket_weights.append(per_bucket)
-        ctx.save_for_backward(q, k, v, out, offsets, key_vectors, value_vectors, *weights, *per_bucket_weights)
+        ctx.save_for_backward(q, k, v, out, q_pos, k_pos, key_vectors, value_vectors, *weights, *per_bucket_weights)
         ctx.causal, ctx.banded = causal, banded
         return order(out)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, d_out: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, out, offsets, key_vectors, value_vectors, *saved = ctx.saved_tensors
-        blocks = _blocks(q, k, offsets, key_vectors, ctx.causal, ctx.banded)
+        q, k, v, out, q_pos, k_pos, key_vectors, value_vectors, *saved = ctx.saved_tensors
+        blocks = _blocks(q, k, q_pos, k_pos, key_vectors, ctx.causal, ctx.banded)
         weights, per_bucket_weights = saved[:len(blocks)], saved[len(blocks):]
         order = blocks[0].order
         d_out = order(d_out)
@@ -132,17 +135,17 @@ class RelativeAttention(torch.autograd.Function):
             d_q[examples, :, rows] = (d_scores @ k[examples, :, :keys]).add_(d_per_bucket @ key_vectors[:used])
             d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q_block
             d_key_vectors[:used] += d_per_bucket.flatten(0, 2).T @ q_block.flatten(0, 2)
-        return order(d_q.mul_(q.shape[-1] ** -0.5)), d_k, d_v, None, None, d_key_vectors, d_value_vectors, None, None
+        return order(d_q.mul_(q.shape[-1] ** -0.5)), d_k, d_v, None, None, None, d_key_vectors, d_value_vectors, None, None, None
 
 
-def _blocks(q: Tensor, k: Tensor, offsets: Tensor, key_vectors: Tensor, causal: bool, banded: bool) -> list[Gathered]:
+def _blocks(q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor, causal: bool, banded: bool) -> list[Gathered]:
     """The blocks of :func:`~pebench.encodings.base.attention_blocks`: :class:`Banded` if banded
     and every block has more than k rows, else :class:`Gathered`."""
     clip, s_q = len(key_vectors) // 2, q.shape[2]  # k, of 2k + 1 buckets
     blocks = attention_blocks(q, k, causal)
     if banded and min(len(range(s_q)[rows]) for _, rows, _ in blocks) > clip:
         return [Banded(examples, rows, keys, clip, s_q, q.device) for examples, rows, keys in blocks]
-    return [Gathered(examples, rows, keys, offsets, len(key_vectors)) for examples, rows, keys in blocks]
+    return [Gathered(examples, rows, keys, q_pos, k_pos, clip) for examples, rows, keys in blocks]
 
 
 class Gathered:
@@ -155,9 +158,9 @@ class Gathered:
         used: the buckets 0..used-1 that the block's per-bucket terms cover.
     """
 
-    def __init__(self, examples: slice, rows: slice, keys: int, offsets: Tensor, buckets: int):
-        self.examples, self.rows, self.keys, self.used = examples, rows, keys, buckets
-        self.buckets = offsets[rows, :keys]  # [rows, keys]
+    def __init__(self, examples: slice, rows: slice, keys: int, q_pos: Tensor, k_pos: Tensor, clip: int):
+        self.examples, self.rows, self.keys, self.used = examples, rows, keys, 2 * clip + 1
+        self.buckets = relative_offset_index(q_pos[rows], k_pos[:keys], clip)  # [rows, keys]
 
     @staticmethod
     def order(x: Tensor) -> Tensor:

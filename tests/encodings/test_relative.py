@@ -83,11 +83,11 @@ def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
 def test_causal_blocks_of_more_than_k_rows_are_banded():
     from pebench.encodings.relative import Banded, Gathered, _blocks
 
-    q, key_vectors = torch.zeros(2, 2, 37, 8), torch.zeros(9, 8)  # k = 4
-    offsets = relative_offset_index(torch.arange(37), torch.arange(37), 4)
-    assert {type(block) for block in _blocks(q, q, offsets, key_vectors, causal=True, banded=True)} == {Banded}
-    assert {type(block) for block in _blocks(q, q, offsets, key_vectors, causal=True, banded=False)} == {Gathered}
-    assert {type(block) for block in _blocks(q[:, :, :16], q[:, :, :16], offsets[:16, :16], key_vectors, causal=True, banded=True)} == {Gathered}  # 4 rows a chunk
+    q, key_vectors, pos = torch.zeros(2, 2, 37, 8), torch.zeros(9, 8), torch.arange(37)  # k = 4
+    assert {type(block) for block in _blocks(q, q, pos, pos, key_vectors, causal=True, banded=True)} == {Banded}
+    assert {type(block) for block in _blocks(q, q, pos, pos, key_vectors, causal=True, banded=False)} == {Gathered}
+    short = q[:, :, :16]  # 4 rows a chunk
+    assert {type(block) for block in _blocks(short, short, pos[:16], pos[:16], key_vectors, causal=True, banded=True)} == {Gathered}
 
 
 def test_causal_attention_at_positions_with_gaps_gathers_the_buckets():
@@ -99,6 +99,21 @@ def test_causal_attention_at_positions_with_gaps_gathers_the_buckets():
     allowed = base.causal_mask(37, torch.device("cpu"))
     expected = pairwise_formula(q, k, v, allowed, relative.key_vectors[0], relative.value_vectors[0], 4, positions)
     torch.testing.assert_close(relative.attend(q, k, v, positions, positions, allowed, SELF), expected)
+
+
+def test_evaluation_keeps_one_block_of_attention_weights_at_a_time():
+    # 1,024 tokens, 4 heads, in blocks of 1 MiB: the causal weights of one layer take 10 MiB.
+    # Over NoPE's evaluation peak, relative adds about 3 MiB; keeping every block, about 9.
+    from pebench.bench import peak_memory_mb
+
+    tokens = torch.randint(4, 20, (1, 1024))
+    peaks = {}
+    for encoding in ("nope", "relative"):
+        model = build(encoding, max_length=1024).eval()
+        with pytest.MonkeyPatch.context() as patch, torch.no_grad():
+            patch.setattr(base, "BLOCK_BYTES", 1 << 20)
+            peaks[encoding] = peak_memory_mb(lambda: model(tokens), torch.device("cpu"))
+    assert peaks["nope"] >= 1 and peaks["relative"] - peaks["nope"] < 5
 
 
 def test_parameters_are_per_layer_and_shared_across_heads():
