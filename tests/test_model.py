@@ -163,3 +163,23 @@ def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank(bias_shap
     torch.testing.assert_close(got, expected)
     for got_grad, expected_grad in zip(grads, expected_grads):
         torch.testing.assert_close(got_grad, expected_grad)
+
+
+@pytest.mark.parametrize("encoding, length", [("t5", 64), ("relative", 64), ("relative", 8)])  # relative: Banded; Gathered
+def test_written_out_backward_passes_run_under_bf16_autocast(encoding, length):
+    # On CUDA, training runs under bf16 autocast; a custom Function's backward runs outside it
+    # unless it enters it again, and then mixes bf16 activations with fp32 parameters. The CPU's
+    # bf16 autocast takes the same path here: the gradients must come, and be near fp32's.
+    model, tokens = build(encoding, max_length=length), torch.randint(4, 20, (2, length), generator=torch.Generator().manual_seed(0))
+
+    def gradients(autocast: bool) -> list[torch.Tensor]:
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = model(tokens).float().logsumexp(-1).mean()
+        loss.backward()
+        return [p.grad.clone() for p in model.encoding.parameters()]
+
+    exact, mixed = gradients(False), gradients(True)
+    assert exact and all(g.dtype == torch.float32 for g in mixed)
+    for e, m in zip(exact, mixed, strict=True):
+        assert (m - e).norm() <= 0.1 * e.norm()

@@ -39,9 +39,12 @@ def test_committed_leaderboards_regenerate_identically_from_the_committed_record
             assert regenerated[name].read_text() == path.read_text(), f"{name} differs from what pebench report makes now"
 
 
-def test_the_readme_shows_the_generated_tables():
+def test_the_readme_shows_the_generated_tables(tmp_path):
+    # The committed tables, or those regenerated in this checkout: a user's own runs and
+    # `pebench report` (the README's first commands) rewrite results/ but not the README.
     readme = (ROOT / "README.md").read_text()
     blocks = dict(re.findall(r"<!-- generated: (\S+) -->\n(.*?)<!-- end -->", readme, flags=re.S))
     assert {"results/leaderboards/overall.md", "results/leaderboards/wmt_long.md"} <= set(blocks)
+    committed = committed_results(tmp_path).parent
     for path, text in blocks.items():
-        assert text == (ROOT / path).read_text(), f"README block differs from {path}"
+        assert text in ((committed / path).read_text(), (ROOT / path).read_text()), f"README block differs from {path}"

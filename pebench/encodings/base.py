@@ -172,6 +172,13 @@ def mask_block(mask: Tensor, examples: slice, rows: slice, keys: int) -> Tensor:
     return mask[examples if mask.shape[0] > 1 else slice(None), :, rows, :keys]
 
 
+def autocast_state(device: torch.device) -> dict:
+    """The autocast settings in force on device's type, as keyword arguments of
+    ``torch.autocast``: a Function's backward runs under them again, as its forward did (what
+    ``torch.amp.custom_bwd`` does for one fixed device type; a backward runs outside autocast)."""
+    return {"device_type": device.type, "enabled": torch.is_autocast_enabled(device.type), "dtype": torch.get_autocast_dtype(device.type)}
+
+
 class BiasedAttention(torch.autograd.Function):
     """softmax(q k^T / sqrt(d_h) + mask) v on the CPU for a mask that needs a gradient (T5, FIRE,
     KERPLE), in the blocks of :func:`attention_blocks`, with the backward pass written out.
@@ -185,8 +192,8 @@ class BiasedAttention(torch.autograd.Function):
     scaled and masked scores, P = softmax(S), O = P v and dO the output's gradient:
         dV = P^T dO,   dP = dO V^T,   dS = P * (dP - rowsum(dO * O)),
         dQ = dS K / sqrt(d_h),   dK = dS^T Q / sqrt(d_h),   dmask = dS summed to mask's shape.
-    P is kept from the forward pass, one block at a time (the memory autograd would keep).
-    Not twice differentiable.
+    Every block's P is kept from the forward pass (the memory autograd would keep). The backward
+    pass runs under the forward's autocast settings. Not twice differentiable.
 
     Args (of ``apply``):
         q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
@@ -213,27 +220,25 @@ class BiasedAttention(torch.autograd.Function):
             weights.append(scores.add_(mask_block(full, examples, rows, keys)).softmax(dim=-1))
             out[examples, :, rows] = weights[-1] @ v[examples, :, :keys]  # a product into a strided view is 2x slower
         ctx.save_for_backward(q, k, v, out, *weights)
-        ctx.causal, ctx.mask_shape, ctx.full_shape = causal, mask.shape, full.shape
+        ctx.blocks, ctx.mask_shape, ctx.full_shape, ctx.autocast = blocks, mask.shape, full.shape, autocast_state(q.device)
         return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, d_out: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor | None, None]:
         q, k, v, out, *weights = ctx.saved_tensors
-        d_out = d_out.contiguous()
-        row_sums = (d_out * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O) = rowsum(P * dP)
-        d_q, d_k, d_v = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
-        d_mask = q.new_zeros(ctx.full_shape) if ctx.needs_input_grad[3] else None
-        for (examples, rows, keys), p in zip(attention_blocks(q, k, ctx.causal), weights):
-            d_out_block = d_out[examples, :, rows]
-            d_v[examples, :, :keys] += p.transpose(-1, -2) @ d_out_block
-            d_scores = (d_out_block @ v[examples, :, :keys].transpose(-1, -2)).sub_(row_sums[examples, :, rows]).mul_(p)
-            if d_mask is not None:
+        with torch.autocast(**ctx.autocast):
+            d_out = d_out.contiguous()
+            row_sums = (d_out * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O) = rowsum(P * dP)
+            d_q, d_k, d_v, d_mask = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v), q.new_zeros(ctx.full_shape)
+            for (examples, rows, keys), p in zip(ctx.blocks, weights, strict=True):
+                d_out_block = d_out[examples, :, rows]
+                d_v[examples, :, :keys] += p.transpose(-1, -2) @ d_out_block
+                d_scores = (d_out_block @ v[examples, :, :keys].transpose(-1, -2)).sub_(row_sums[examples, :, rows]).mul_(p)
                 mask_block(d_mask, examples, rows, keys).add_(d_scores if d_mask.shape[0] > 1 else d_scores.sum(0, keepdim=True))
-            d_q[examples, :, rows] = d_scores @ k[examples, :, :keys]
-            d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q[examples, :, rows]
-        if d_mask is not None:
-            d_mask = d_mask.sum_to_size((1,) * (4 - len(ctx.mask_shape)) + ctx.mask_shape).view(ctx.mask_shape)
+                d_q[examples, :, rows] = d_scores @ k[examples, :, :keys]
+                d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q[examples, :, rows]
+        d_mask = d_mask.sum_to_size((1,) * (4 - len(ctx.mask_shape)) + ctx.mask_shape).view(ctx.mask_shape)
         return d_q.mul_(q.shape[-1] ** -0.5), d_k, d_v, d_mask, None
 
 

@@ -22,7 +22,8 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from .base import Geometry, PositionalEncoding, Site, attention_blocks, full_mask, is_causal, mask_block, scaled_dot_product
+from .base import (Geometry, PositionalEncoding, Site, attention_blocks, autocast_state, full_mask, is_causal, mask_block,
+                   scaled_dot_product)
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -55,8 +56,8 @@ class Relative(PositionalEncoding):
         layer = self.index[site]
         causal = is_causal(allowed, q)
         # on the CPU, where gathering by bucket takes a fifth of a training step (d=64, s=256), and
-        # with consecutive positions (not those of randomized positional encodings)
-        banded = causal and q.device.type == "cpu" and bool((q_pos.diff() == 1).all())
+        # with the same consecutive positions for queries and keys (not randomized positions)
+        banded = causal and q.device.type == "cpu" and torch.equal(q_pos, k_pos) and bool((q_pos.diff() == 1).all())
         return RelativeAttention.apply(q, k, v, allowed, q_pos, k_pos, self.key_vectors[layer], self.value_vectors[layer], causal,
                                        banded, torch.is_grad_enabled())
 
@@ -80,19 +81,24 @@ class RelativeAttention(torch.autograd.Function):
         q_pos: ``[s_q]``, k_pos: ``[s_k]`` positions (long).
         key_vectors, value_vectors: w^K, w^V of the layer, ``[r, d_h]``.
         causal: ``allowed`` is causal, so each chunk of query rows skips the keys after its last row.
-        banded: causal, and the positions consecutive, so the per-bucket terms may be read
-            along diagonals.
+        banded: causal, with the same consecutive positions for queries and keys, so the
+            per-bucket terms may be read along diagonals.
         keep: keep the attention weights for the backward pass (``torch.is_grad_enabled()``
             where apply is called; in a Function's forward it is always False, and a parameter's
             view made under ``no_grad`` still has ``requires_grad``). Else one block at a time.
+    The backward pass runs under the forward's autocast settings.
+
     Returns:
         ``[b, h, s_q, d_h]``.
+    Raises:
+        ValueError: if causal with s_q != s_k.
     """
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
                 value_vectors: Tensor, causal: bool, banded: bool, keep: bool) -> Tensor:
-        blocks = _blocks(q, k, q_pos, k_pos, key_vectors, causal, banded)
+        plan = attention_blocks(q, k, causal)
+        blocks = _blocks(plan, q_pos, k_pos, key_vectors, banded)
         order = blocks[0].order
         q = order(q) * q.shape[-1] ** -0.5
         k, v = k.contiguous(), v.contiguous()
@@ -110,42 +116,44 @@ class RelativeAttention(torch.autograd.Function):
                 weights.append(p)
                 per_bucket_weights.append(per_bucket)
         ctx.save_for_backward(q, k, v, out, q_pos, k_pos, key_vectors, value_vectors, *weights, *per_bucket_weights)
-        ctx.causal, ctx.banded = causal, banded
+        ctx.plan, ctx.banded, ctx.autocast = plan, banded, autocast_state(q.device)
         return order(out)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, d_out: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, out, q_pos, k_pos, key_vectors, value_vectors, *saved = ctx.saved_tensors
-        blocks = _blocks(q, k, q_pos, k_pos, key_vectors, ctx.causal, ctx.banded)
+        blocks = _blocks(ctx.plan, q_pos, k_pos, key_vectors, ctx.banded)
         weights, per_bucket_weights = saved[:len(blocks)], saved[len(blocks):]
         order = blocks[0].order
-        d_out = order(d_out)
-        row_sums = (d_out * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O) = rowsum(P * dP)
-        d_q, d_k, d_v = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
-        d_key_vectors, d_value_vectors = torch.zeros_like(key_vectors), torch.zeros_like(value_vectors)
-        for block, p, per_bucket in zip(blocks, weights, per_bucket_weights):
-            examples, rows, keys, used = block.examples, block.rows, block.keys, block.used
-            q_block, d_out_block = q[examples, :, rows], d_out[examples, :, rows]
-            d_v[examples, :, :keys] += p.transpose(-1, -2) @ d_out_block
-            d_value_vectors[:used] += per_bucket.flatten(0, 2).T @ d_out_block.flatten(0, 2)
-            d_p, left_out = block.add(d_out_block @ v[examples, :, :keys].transpose(-1, -2), d_out_block @ value_vectors[:used].T)
-            d_scores = d_p.sub_(row_sums[examples, :, rows] - left_out).mul_(p)  # dS
-            d_per_bucket = block.sum(d_scores, row_total=0.0)  # dE; the rows of dS sum to 0
-            d_q[examples, :, rows] = (d_scores @ k[examples, :, :keys]).add_(d_per_bucket @ key_vectors[:used])
-            d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q_block
-            d_key_vectors[:used] += d_per_bucket.flatten(0, 2).T @ q_block.flatten(0, 2)
+        with torch.autocast(**ctx.autocast):
+            d_out = order(d_out)
+            row_sums = (d_out * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O) = rowsum(P * dP)
+            d_q, d_k, d_v = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
+            d_key_vectors, d_value_vectors = torch.zeros_like(key_vectors), torch.zeros_like(value_vectors)
+            for block, p, per_bucket in zip(blocks, weights, per_bucket_weights, strict=True):
+                examples, rows, keys, used = block.examples, block.rows, block.keys, block.used
+                q_block, d_out_block = q[examples, :, rows], d_out[examples, :, rows]
+                d_v[examples, :, :keys] += p.transpose(-1, -2) @ d_out_block
+                d_value_vectors[:used] += per_bucket.flatten(0, 2).T @ d_out_block.flatten(0, 2)
+                d_p, left_out = block.add(d_out_block @ v[examples, :, :keys].transpose(-1, -2), d_out_block @ value_vectors[:used].T)
+                d_scores = d_p.sub_(row_sums[examples, :, rows] - left_out).mul_(p)  # dS
+                d_per_bucket = block.sum(d_scores, row_total=0.0)  # dE; the rows of dS sum to 0
+                d_q[examples, :, rows] = (d_scores @ k[examples, :, :keys]).add_(d_per_bucket @ key_vectors[:used])
+                d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q_block
+                d_key_vectors[:used] += d_per_bucket.flatten(0, 2).T @ q_block.flatten(0, 2)
         return order(d_q.mul_(q.shape[-1] ** -0.5)), d_k, d_v, None, None, None, d_key_vectors, d_value_vectors, None, None, None
 
 
-def _blocks(q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor, causal: bool, banded: bool) -> list[Gathered]:
-    """The blocks of :func:`~pebench.encodings.base.attention_blocks`: :class:`Banded` if banded
-    and every block has more than k rows, else :class:`Gathered`."""
-    clip, s_q = len(key_vectors) // 2, q.shape[2]  # k, of 2k + 1 buckets
-    blocks = attention_blocks(q, k, causal)
-    if banded and min(len(range(s_q)[rows]) for _, rows, _ in blocks) > clip:
-        return [Banded(examples, rows, keys, clip, s_q, q.device) for examples, rows, keys in blocks]
-    return [Gathered(examples, rows, keys, q_pos, k_pos, clip) for examples, rows, keys in blocks]
+def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
+            banded: bool) -> list[Gathered] | list[Banded]:
+    """The blocks of a plan of :func:`~pebench.encodings.base.attention_blocks`: :class:`Banded`
+    if banded and the first chunk of rows has more than k of them (the later chunks start past
+    key k), else :class:`Gathered`."""
+    clip, s_q = len(key_vectors) // 2, len(q_pos)  # k, of 2k + 1 buckets
+    if banded and len(range(s_q)[plan[0][1]]) > clip:
+        return [Banded(examples, rows, keys, clip, s_q, q_pos.device) for examples, rows, keys in plan]
+    return [Gathered(examples, rows, keys, q_pos, k_pos, clip) for examples, rows, keys in plan]
 
 
 class Gathered:
@@ -155,7 +163,8 @@ class Gathered:
     Attributes:
         examples, rows, keys: the block (:func:`~pebench.encodings.base.attention_blocks`); rows
             of the query order of :meth:`order`.
-        used: the buckets 0..used-1 that the block's per-bucket terms cover.
+        used: the buckets 0..used-1 that the block's per-bucket terms cover (all 2k + 1).
+        buckets: the bucket of each of the block's (query, key) pairs, ``[rows, keys]`` long.
     """
 
     def __init__(self, examples: slice, rows: slice, keys: int, q_pos: Tensor, k_pos: Tensor, clip: int):
@@ -174,13 +183,13 @@ class Gathered:
         return pairwise.add_(per_bucket.gather(-1, self.buckets.expand(*per_bucket.shape[:2], -1, -1))), 0.0
 
     def sum(self, pairwise: Tensor, row_total: float) -> Tensor:
-        """pairwise ``[b', h, rows, keys]`` summed per bucket: ``[b', h, rows, used]``; each row
-        of pairwise sums to row_total."""
+        """pairwise ``[b', h, rows, keys]`` summed per bucket: ``[b', h, rows, used]``
+        (row_total, each row's sum, is not needed here)."""
         index = self.buckets.expand(*pairwise.shape[:2], -1, -1)
         return pairwise.new_zeros(*pairwise.shape[:-1], self.used).scatter_add_(-1, index, pairwise)
 
 
-class Banded(Gathered):
+class Banded:
     """One block of causal attention, whose per-bucket terms are read and written along
     diagonals: query i and key j are in bucket k - (i - j) for i - j < k, in bucket 0 further
     back, never in buckets k+1..2k (used = k + 1). So bucket 0's term is left out of all pairs
@@ -191,8 +200,8 @@ class Banded(Gathered):
     contiguous ``[rows, keys]`` block are one strided view (row stride keys - 1).
 
     Entries of the view before key 0 (the first k - 1 rows of the first chunk) fall on masked
-    pairs of the next query in the view's order (as every block has more than k rows), and are
-    kept at zero.
+    pairs of the next query in the view's order (as the first chunk has more than k rows), and
+    are kept at zero. The attributes and methods are :class:`Gathered`'s, with used = k + 1.
     """
 
     def __init__(self, examples: slice, rows: slice, keys: int, clip: int, s_q: int, device: torch.device):

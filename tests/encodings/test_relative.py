@@ -43,6 +43,7 @@ CASES = {  # (tokens, k, block bytes): the blocks, as (query rows, keys), of the
     (7, 3, 2 * 7 * 8): [(1, n) for n in range(1, 8)] * 2,  # one query row a block
     (37, 4, 1 << 20): [(10, 10), (10, 20), (10, 30), (7, 37)],  # more than k rows a chunk: Banded
     (37, 4, 2 * 10 * 37 * 8): [(10, 10), (10, 20), (10, 30), (7, 37)] * 2,  # one example a block
+    (17, 4, 1 << 20): [(5, 5), (5, 10), (5, 15), (2, 17)],  # Banded, the last chunk of k rows or fewer
 }
 
 
@@ -66,28 +67,35 @@ def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
     expected_grads = torch.autograd.grad((expected * gradient).sum(), inputs)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
-        plans = spy_on_blocks(patch, relative_module)
+        plans, kinds, blocks = spy_on_blocks(patch, relative_module), [], relative_module._blocks
+        patch.setattr(relative_module, "_blocks", lambda *args: kinds.extend(type(b).__name__ for b in blocks(*args)) or blocks(*args))
         given = base.causal_mask(s, torch.device("cpu")) if mask == "shared causal" else allowed  # the same mask
         out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), given, SELF)
         grads = torch.autograd.grad((out * gradient).sum(), inputs)
-    assert plans[1] == plans[0]  # backward walks the blocks of forward
+    assert len(plans) == 1  # backward walks the blocks of forward
     if mask == "shared causal":
         assert plans[0] == CASES[s, clip, block_bytes]
+        assert set(kinds) == {"Banded" if plans[0][0][0] > clip else "Gathered"}
     else:
-        assert {n for _, n in plans[0]} == {s}
+        assert {n for _, n in plans[0]} == {s} and set(kinds) == {"Gathered"}
     torch.testing.assert_close(out, expected)
     for got, wanted in zip(grads, expected_grads):
         torch.testing.assert_close(got, wanted)
 
 
-def test_causal_blocks_of_more_than_k_rows_are_banded():
+def test_causal_blocks_are_banded_when_the_first_chunk_has_more_than_k_rows():
     from pebench.encodings.relative import Banded, Gathered, _blocks
 
-    q, key_vectors, pos = torch.zeros(2, 2, 37, 8), torch.zeros(9, 8), torch.arange(37)  # k = 4
-    assert {type(block) for block in _blocks(q, q, pos, pos, key_vectors, causal=True, banded=True)} == {Banded}
-    assert {type(block) for block in _blocks(q, q, pos, pos, key_vectors, causal=True, banded=False)} == {Gathered}
-    short = q[:, :, :16]  # 4 rows a chunk
-    assert {type(block) for block in _blocks(short, short, pos[:16], pos[:16], key_vectors, causal=True, banded=True)} == {Gathered}
+    key_vectors = torch.zeros(9, 8)  # k = 4
+
+    def kinds(s: int, banded: bool = True) -> set[type]:
+        q, pos = torch.zeros(2, 2, s, 8), torch.arange(s)
+        return {type(block) for block in _blocks(base.attention_blocks(q, q, causal=True), pos, pos, key_vectors, banded)}
+
+    assert kinds(37) == {Banded}  # chunks of 10, 10, 10 and 7 rows
+    assert kinds(17) == {Banded}  # 5, 5, 5 and 2: the last starts past key 4
+    assert kinds(16) == {Gathered}  # 4 rows a chunk
+    assert kinds(37, banded=False) == {Gathered}
 
 
 def test_causal_attention_at_positions_with_gaps_gathers_the_buckets():
