@@ -97,8 +97,7 @@ class RelativeAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
                 value_vectors: Tensor, causal: bool, banded: bool, keep: bool) -> Tensor:
-        plan = attention_blocks(q, k, causal)
-        blocks = _blocks(plan, q_pos, k_pos, key_vectors, banded)
+        blocks = _blocks(attention_blocks(q, k, causal), q_pos, k_pos, key_vectors, banded)
         order = blocks[0].order
         q = order(q) * q.shape[-1] ** -0.5
         k, v = k.contiguous(), v.contiguous()
@@ -115,15 +114,15 @@ class RelativeAttention(torch.autograd.Function):
             if keep:
                 weights.append(p)
                 per_bucket_weights.append(per_bucket)
-        ctx.save_for_backward(q, k, v, out, q_pos, k_pos, key_vectors, value_vectors, *weights, *per_bucket_weights)
-        ctx.plan, ctx.banded, ctx.autocast = plan, banded, autocast_state(q.device)
+        ctx.save_for_backward(q, k, v, out, key_vectors, value_vectors, *weights, *per_bucket_weights)
+        ctx.blocks, ctx.autocast = blocks, autocast_state(q.device)  # the blocks as forward took them, not built again
         return order(out)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, d_out: Tensor) -> tuple[Tensor | None, ...]:
-        q, k, v, out, q_pos, k_pos, key_vectors, value_vectors, *saved = ctx.saved_tensors
-        blocks = _blocks(ctx.plan, q_pos, k_pos, key_vectors, ctx.banded)
+        q, k, v, out, key_vectors, value_vectors, *saved = ctx.saved_tensors
+        blocks = ctx.blocks
         weights, per_bucket_weights = saved[:len(blocks)], saved[len(blocks):]
         order = blocks[0].order
         with torch.autocast(**ctx.autocast):
