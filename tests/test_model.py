@@ -2,6 +2,8 @@ import pytest
 import torch
 
 from pebench.batching import pack
+from pebench.encodings.base import PositionalEncoding, Site
+from pebench.model import Attention, ModelConfig
 from pebench.tasks.base import Example
 from tests.helpers import BUILT_IN_ENCODINGS, build, spy_on_blocks
 
@@ -47,9 +49,42 @@ def test_causal_outputs_do_not_see_the_future():
         torch.testing.assert_close(model(tokens)[0, :7], model(changed)[0, :7])
 
 
-def test_model_rejects_bad_shapes():
-    from pebench.model import ModelConfig
+class FixedProjectionBiases(PositionalEncoding):
+    """Per-position biases of the q and k/v projections, drawn once: [max_length, d] and [max_length, 2d]."""
 
+    def __init__(self, geometry):
+        super().__init__(geometry)
+        self.query_table = torch.nn.Parameter(torch.randn(geometry.max_length, geometry.d_model))
+        self.key_value_table = torch.nn.Parameter(torch.randn(geometry.max_length, 2 * geometry.d_model))
+
+    def query_bias(self, pos, site):
+        return self.query_table[pos]
+
+    def key_value_bias(self, pos, site):
+        return self.key_value_table[pos]
+
+
+def test_projection_biases_are_added_to_each_position_of_q_k_and_v_in_values_and_gradients():
+    torch.manual_seed(0)
+    config = ModelConfig(d_model=8, n_heads=2, n_layers=1)
+    encoding = FixedProjectionBiases(config.geometry(10)).double()
+    attention = Attention(config, Site("decoder", 0, "self")).double()
+    x, pos = torch.randn(3, 6, 8, dtype=torch.float64, requires_grad=True), torch.tensor([0, 1, 2, 5, 7, 9])
+    out = attention(x, x, pos, pos, torch.ones(6, 6, dtype=torch.bool).tril(), encoding)
+    # written out: q_i = x_i W_q^T + c_q + b_q(pos_i), likewise [k_i, v_i], then softmax attention
+    q = x @ attention.query.weight.T + attention.query.bias + encoding.query_table[pos]
+    k, v = (x @ attention.key_value.weight.T + attention.key_value.bias + encoding.key_value_table[pos]).split(8, -1)
+    heads = [t.view(3, 6, 2, 4).transpose(1, 2) for t in (q, k, v)]
+    scores = (heads[0] @ heads[1].transpose(-1, -2) / 2).masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+    expected = attention.out((scores.softmax(-1) @ heads[2]).transpose(1, 2).reshape(3, 6, 8))
+    torch.testing.assert_close(out, expected)
+    weights = torch.randn_like(out)
+    inputs = (x, encoding.query_table, encoding.key_value_table, attention.query.weight, attention.key_value.weight)
+    for got, want in zip(torch.autograd.grad((out * weights).sum(), inputs), torch.autograd.grad((expected * weights).sum(), inputs), strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_model_rejects_bad_shapes():
     with pytest.raises(ValueError, match="multiple of n_heads"):
         ModelConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="architecture must be one of"):

@@ -291,6 +291,17 @@ class PositionalEncoding(nn.Module):
         with no gradient recorded they may update them in place."""
         return x
 
+    def query_bias(self, pos: Tensor, site: Site) -> Tensor | None:
+        """A bias per query position, added by the model within the query projection's product:
+        q_i = x_i W_q + c_q + b(t_i) (FLOATER, Liu et al. 2020, eq. 10). pos: ``[s_q]``.
+        Returns ``[s_q, d]`` (heads side by side, as the projection's output) or None."""
+        return None
+
+    def key_value_bias(self, pos: Tensor, site: Site) -> Tensor | None:
+        """A bias per key position for the key-value projection, as :meth:`query_bias`.
+        pos: ``[s_k]``. Returns ``[s_k, 2 d]`` (the keys' d columns, then the values') or None."""
+        return None
+
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
         """Position-dependent queries. q: ``[b, h, s_q, d_h]``, pos: ``[s_q]``. Returns the same shape."""
         return q

@@ -7,7 +7,8 @@ sampled at t_i = i * Delta for token i (eq. 7), and solved with torchdiffeq.
 
 Placement (a card parameter):
 - ``"attention"`` (the paper's main setting, sec. 3.3, eq. 10): every attention site gets
-  per-position biases on its projections, q_i = x_i W_q + b_q(t_i), likewise k and v. Each
+  per-position biases on its projections, q_i = x_i W_q + b_q(t_i), likewise k and v (the
+  ``query_bias`` and ``key_value_bias`` hooks, which the model adds within the products). Each
   site has its own learned initial values p(0) for its q, k and v biases; one dynamics h is
   shared by all of them, so all sites' biases form one ODE state ``[C, d]`` (C = 3 per site)
   solved once per forward pass, as in the authors' code. In cross-attention the query biases are
@@ -143,7 +144,6 @@ class Flow(PositionalEncoding):
         self.dynamics = FlowDynamics(geometry.d_model, hidden or geometry.d_model)
         self._knots: Tensor | None = None  # [m, C, d]: p(j * H), cached in evaluation
         self._solution: Tensor | None = None  # [n, C, d]: p(t_i) for i < n
-        self._channels: tuple[Tensor, ...] = ()  # the C channels of _solution: [n, d] each
         self._cache_key: tuple | None = None
 
     def grid_points(self, num_positions: int) -> int:
@@ -205,7 +205,7 @@ class Flow(PositionalEncoding):
         with torch.autocast(device.type, enabled=False):  # the ODE runs in its parameters' dtype, never bf16
             if self.training or torch.is_grad_enabled():
                 self._knots, self._cache_key = None, None
-                self._set_solution(self.interpolate(self._grid(num_positions), num_positions))
+                self._solution = self.interpolate(self._grid(num_positions), num_positions)
                 return
             # in-place updates bump _version; .to(), .double() and loading replace the storage
             key = tuple((p._version, p.data_ptr(), p.dtype) for p in self.parameters()) + (str(device),)
@@ -217,7 +217,7 @@ class Flow(PositionalEncoding):
                 # integrates and interpolates O(log n) times, not n times
                 num_positions = max(num_positions, 2 * self._solution.shape[0])
             self._knots = self._grid(num_positions, self._knots)
-            self._set_solution(self.interpolate(self._knots, num_positions))
+            self._solution = self.interpolate(self._knots, num_positions)
 
     def _grid(self, num_positions: int, cached: Tensor | None = None) -> Tensor:
         """The grid solution ``[m, C, d]`` that positions 0..num_positions-1 need
@@ -229,9 +229,6 @@ class Flow(PositionalEncoding):
             return cached
         return torch.cat((cached, self.integrate(cached[-1], cached.shape[0] - 1, needed - 1)[1:]))
 
-    def _set_solution(self, solution: Tensor) -> None:
-        self._solution, self._channels = solution, solution.unbind(1)
-
     def solution(self, pos: Tensor) -> Tensor:
         """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos
         (checked by the index, with no device sync here).
@@ -241,11 +238,11 @@ class Flow(PositionalEncoding):
         """
         return self._prepared().index_select(0, pos)
 
-    def _channel(self, channel: int, pos: Tensor) -> Tensor:
-        """p(t_pos) in one channel: ``[s, d]``. Gathers that channel alone, so that a hook copies
-        (and, in training, scatters the gradient of) s * d values, not s * C * d."""
-        self._prepared()
-        return self._channels[channel].index_select(0, pos)
+    def _channels(self, first: int, count: int, pos: Tensor) -> Tensor:
+        """p(t_pos) in channels first..first+count-1, side by side: ``[s, count * d]``. Gathers
+        those channels alone, so that a hook copies (and, in training, scatters the gradient of)
+        s * count * d values, not s * C * d."""
+        return self._prepared()[:, first:first + count].flatten(1).index_select(0, pos)
 
     def _prepared(self) -> Tensor:
         if self._solution is None:
@@ -255,30 +252,18 @@ class Flow(PositionalEncoding):
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         if self.placement != "input":
             return x
-        return _add(x, self._channel(self.channel[stack], pos).to(x.dtype))  # [b, s, d]
+        bias = self._channels(self.channel[stack], 1, pos).to(x.dtype)  # [s, d]
+        return x + bias if torch.is_grad_enabled() else x.add_(bias)  # x is the model's own (see the hooks' contract)
 
-    def _heads(self, bias: Tensor, like: Tensor) -> Tensor:
-        """[s, d] -> [1, h, s, d_h] in the dtype of ``like``."""
-        return bias.view(bias.shape[0], self.geometry.n_heads, -1).transpose(0, 1)[None].to(like.dtype)
-
-    def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
+    def query_bias(self, pos: Tensor, site: Site) -> Tensor | None:
         if self.placement != "attention":
-            return q
-        return _add(q, self._heads(self._channel(self.channel[site], pos), q))  # q_i + b_q(t_i)
+            return None
+        return self._channels(self.channel[site], 1, pos)  # b_q(t_i): [s, d]
 
-    def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
+    def key_value_bias(self, pos: Tensor, site: Site) -> Tensor | None:
         if self.placement != "attention":
-            return k, v
-        c = self.channel[site]
-        return _add(k, self._heads(self._channel(c + 1, pos), k)), _add(v, self._heads(self._channel(c + 2, pos), v))
-
-
-def _add(x: Tensor, bias: Tensor) -> Tensor:
-    """x + bias. With no gradient recorded, in place: x is the model's fresh projection (see the
-    hooks' contract), and no new tensor is written (about 3% of an evaluation forward of the
-    encoder-decoder). With autograd, a new tensor: autograd refuses in-place updates of the
-    model's k and v, views that one unbind made of the key-value projection."""
-    return x + bias if torch.is_grad_enabled() else x.add_(bias)
+            return None
+        return self._channels(self.channel[site] + 1, 2, pos)  # [b_k(t_i), b_v(t_i)]: [s, 2 d]
 
 
 def _whole_ratio(numerator: float, denominator: float) -> int | None:

@@ -70,6 +70,12 @@ class Randomized(PositionalEncoding):
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         return self.inner.embed(x, pos, stack)
 
+    def query_bias(self, pos: Tensor, site: Site) -> Tensor | None:
+        return self.inner.query_bias(pos, site)
+
+    def key_value_bias(self, pos: Tensor, site: Site) -> Tensor | None:
+        return self.inner.key_value_bias(pos, site)
+
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:
         return self.inner.project_query(q, pos, site)
 

@@ -158,7 +158,7 @@ def test_step_by_step_decoding_solves_and_interpolates_rarely(step_size):
 
 def test_a_hook_before_prepare_says_what_to_do():
     with pytest.raises(RuntimeError, match="prepare"):
-        flow().project_query(torch.zeros(1, 2, 3, 4), torch.arange(3), Site("decoder", 0, "self"))
+        flow().query_bias(torch.arange(3), Site("decoder", 0, "self"))
 
 
 def test_cache_is_dropped_when_parameters_change():
@@ -176,6 +176,15 @@ def test_every_site_gets_its_own_initial_values_and_one_shared_dynamics():
     encoding = Flow(geometry)
     assert encoding.initial.shape == (3 * len(geometry.sites), 8)  # q, k, v of 9 sites
     assert encoding.channel[Site("decoder", 2, "cross")] == 3 * 8
+
+
+def test_each_site_biases_its_projections_with_its_own_q_k_and_v_channels():
+    encoding, site = flow(), Site("decoder", 1, "self")
+    encoding.prepare(5, torch.device("cpu"))
+    c, pos = encoding.channel[site], torch.tensor([4, 0, 2])
+    solution = encoding.solution(pos)  # [3, C, d]
+    torch.testing.assert_close(encoding.query_bias(pos, site), solution[:, c])
+    torch.testing.assert_close(encoding.key_value_bias(pos, site), torch.cat((solution[:, c + 1], solution[:, c + 2]), -1))
 
 
 def test_input_placement_adds_to_embeddings_only():
