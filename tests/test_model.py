@@ -3,7 +3,7 @@ import torch
 
 from pebench.batching import pack
 from pebench.encodings.base import PositionalEncoding, Site
-from pebench.model import Attention, ModelConfig
+from pebench.model import Attention, ModelConfig, project
 from pebench.tasks.base import Example
 from tests.helpers import BUILT_IN_ENCODINGS, build, spy_on_blocks
 
@@ -64,24 +64,41 @@ class FixedProjectionBiases(PositionalEncoding):
         return self.key_value_table[pos]
 
 
-def test_projection_biases_are_added_to_each_position_of_q_k_and_v_in_values_and_gradients():
+@pytest.mark.parametrize("kind", ["self", "cross"])
+def test_projection_biases_are_added_to_each_position_of_q_k_and_v_in_values_and_gradients(kind):
     torch.manual_seed(0)
-    config = ModelConfig(d_model=8, n_heads=2, n_layers=1)
+    config = ModelConfig(d_model=8, n_heads=2, n_layers=1, architecture="encoder_decoder")
     encoding = FixedProjectionBiases(config.geometry(10)).double()
-    attention = Attention(config, Site("decoder", 0, "self")).double()
-    x, pos = torch.randn(3, 6, 8, dtype=torch.float64, requires_grad=True), torch.tensor([0, 1, 2, 5, 7, 9])
-    out = attention(x, x, pos, pos, torch.ones(6, 6, dtype=torch.bool).tril(), encoding)
-    # written out: q_i = x_i W_q^T + c_q + b_q(pos_i), likewise [k_i, v_i], then softmax attention
-    q = x @ attention.query.weight.T + attention.query.bias + encoding.query_table[pos]
-    k, v = (x @ attention.key_value.weight.T + attention.key_value.bias + encoding.key_value_table[pos]).split(8, -1)
-    heads = [t.view(3, 6, 2, 4).transpose(1, 2) for t in (q, k, v)]
-    scores = (heads[0] @ heads[1].transpose(-1, -2) / 2).masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+    attention = Attention(config, Site("decoder", 0, kind)).double()
+    x, q_pos = torch.randn(3, 6, 8, dtype=torch.float64, requires_grad=True), torch.tensor([0, 1, 2, 5, 7, 9])
+    if kind == "self":  # causal
+        memory, k_pos, allowed = x, q_pos, torch.ones(6, 6, dtype=torch.bool).tril()
+    else:  # five source tokens at their own positions
+        memory, k_pos = torch.randn(3, 5, 8, dtype=torch.float64, requires_grad=True), torch.tensor([8, 3, 0, 4, 6])
+        allowed = torch.ones(6, 5, dtype=torch.bool)
+    out = attention(x, memory, q_pos, k_pos, allowed, encoding)
+    # written out: q_i = x_i W_q^T + c_q + b_q(q_pos_i), [k_j, v_j] likewise at k_pos_j, then softmax attention
+    q = x @ attention.query.weight.T + attention.query.bias + encoding.query_table[q_pos]
+    k, v = (memory @ attention.key_value.weight.T + attention.key_value.bias + encoding.key_value_table[k_pos]).split(8, -1)
+    heads = [t.view(3, -1, 2, 4).transpose(1, 2) for t in (q, k, v)]
+    scores = (heads[0] @ heads[1].transpose(-1, -2) / 2).masked_fill(~allowed, float("-inf"))
     expected = attention.out((scores.softmax(-1) @ heads[2]).transpose(1, 2).reshape(3, 6, 8))
     torch.testing.assert_close(out, expected)
     weights = torch.randn_like(out)
-    inputs = (x, encoding.query_table, encoding.key_value_table, attention.query.weight, attention.key_value.weight)
-    for got, want in zip(torch.autograd.grad((out * weights).sum(), inputs), torch.autograd.grad((expected * weights).sum(), inputs), strict=True):
-        torch.testing.assert_close(got, want)
+    inputs = (x, memory, encoding.query_table, encoding.key_value_table, *attention.query.parameters(), *attention.key_value.parameters())
+    got, want = (torch.autograd.grad((y * weights).sum(), inputs, allow_unused=kind == "self") for y in (out, expected))
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w)
+
+
+def test_a_projection_bias_is_cast_to_the_projections_dtype_and_checked_for_shape():
+    linear, x = torch.nn.Linear(8, 6).bfloat16(), torch.randn(2, 5, 8).bfloat16()
+    bias = torch.randn(5, 6)  # float32, as FLOATER's solution beside a bf16 model
+    out = project(linear, x, bias)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), linear(x).float() + bias, atol=0.05, rtol=0.02)
+    with pytest.raises(ValueError, match=r"must be \[sequence, 6\] = \[5, 6\]; the encoding's query_bias or key_value_bias returned \[1, 6\]"):
+        project(linear, x, bias[:1])
 
 
 def test_model_rejects_bad_shapes():
@@ -200,11 +217,12 @@ def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank(bias_shap
         torch.testing.assert_close(got_grad, expected_grad)
 
 
-@pytest.mark.parametrize("encoding, length", [("t5", 64), ("relative", 64), ("relative", 8)])  # relative: Banded; Gathered
-def test_written_out_backward_passes_run_under_bf16_autocast(encoding, length):
+@pytest.mark.parametrize("encoding, length", [("t5", 64), ("relative", 64), ("relative", 8), ("flow", 64)])  # relative: Banded; Gathered
+def test_training_under_bf16_autocast_gives_gradients_near_fp32(encoding, length):
     # On CUDA, training runs under bf16 autocast; a custom Function's backward runs outside it
-    # unless it enters it again, and then mixes bf16 activations with fp32 parameters. The CPU's
-    # bf16 autocast takes the same path here: the gradients must come, and be near fp32's.
+    # unless it enters it again, and then mixes bf16 activations with fp32 parameters (T5,
+    # relative); FLOATER's fp32 biases enter a bf16 product (project). The CPU's bf16 autocast
+    # takes the same paths here: the gradients must come, and be near fp32's.
     model, tokens = build(encoding, max_length=length), torch.randint(4, 20, (2, length), generator=torch.Generator().manual_seed(0))
 
     def gradients(autocast: bool) -> list[torch.Tensor]:

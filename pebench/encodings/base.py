@@ -6,10 +6,13 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
 
 1. :meth:`~PositionalEncoding.positions`: the position index of each token (default 0..L-1).
 2. :meth:`~PositionalEncoding.embed`: added to the token embeddings of a stack.
-3. :meth:`~PositionalEncoding.project_query` and :meth:`~PositionalEncoding.project_key_value`:
-   transform q, and k and v, in one attention site (rotations, per-position biases). They are
-   separate so that keys and values can be cached during incremental decoding: each token's k
-   and v are projected once, at its own position.
+3. :meth:`~PositionalEncoding.query_bias` and :meth:`~PositionalEncoding.key_value_bias`:
+   per-position biases of the q and k/v projections (FLOATER), which the model adds within the
+   projections' products. Then :meth:`~PositionalEncoding.project_query` and
+   :meth:`~PositionalEncoding.project_key_value` transform the projected q, and k and v, in one
+   attention site (rotations). Query and key-value hooks are separate so that keys and values
+   can be cached during incremental decoding: each token's k and v are projected once, at its
+   own position.
 4. :meth:`~PositionalEncoding.bias`: an additive attention-logit bias.
 5. :meth:`~PositionalEncoding.attend`: the attention itself, for encodings that need the
    weights (Shaw et al.'s value term).
@@ -287,19 +290,24 @@ class PositionalEncoding(nn.Module):
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         """Token embeddings with position added. x: ``[b, s, d]``, pos: ``[s]``. Returns ``[b, s, d]``.
-        This hook and the two projection hooks receive tensors the model made for them alone:
-        with no gradient recorded they may update them in place."""
+        This hook, ``project_query`` and ``project_key_value`` receive tensors the model made
+        for them alone: with no gradient recorded they may update them in place."""
         return x
 
     def query_bias(self, pos: Tensor, site: Site) -> Tensor | None:
-        """A bias per query position, added by the model within the query projection's product:
-        q_i = x_i W_q + c_q + b(t_i) (FLOATER, Liu et al. 2020, eq. 10). pos: ``[s_q]``.
-        Returns ``[s_q, d]`` (heads side by side, as the projection's output) or None."""
+        """A bias per query position, added by the model within the query projection's product,
+        before :meth:`project_query`: q_i = x_i W_q + c_q + b(t_i) (FLOATER, Liu et al. 2020,
+        eq. 10). pos: ``[s_q]`` (target positions in cross-attention). Returns ``[s_q, d]``
+        (heads side by side, as the projection's output) in any float dtype (the model casts
+        it to the projection's), or None. The model never changes it in place, so a view of a
+        parameter is a valid answer."""
         return None
 
     def key_value_bias(self, pos: Tensor, site: Site) -> Tensor | None:
-        """A bias per key position for the key-value projection, as :meth:`query_bias`.
-        pos: ``[s_k]``. Returns ``[s_k, 2 d]`` (the keys' d columns, then the values') or None."""
+        """A bias per key position for the key-value projection, as :meth:`query_bias`, before
+        :meth:`project_key_value`. pos: ``[s_k]`` (source positions in cross-attention, whose
+        keys and values incremental decoding projects once). Returns ``[s_k, 2 d]`` (the keys'
+        d columns, then the values') or None."""
         return None
 
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:

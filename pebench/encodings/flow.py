@@ -136,14 +136,16 @@ class Flow(PositionalEncoding):
                              f"delta={delta}: set step_size too, e.g. to {4 * delta:g} (4 positions a step) or {delta:g} (one)")
         if placement == "input":
             self.channel = {stack: i for i, stack in enumerate(geometry.stacks)}
-            channels = len(geometry.stacks)
+            self.spans = [(i, 1) for i in self.channel.values()]
         else:  # q, k, v of each site
             self.channel = {site: 3 * i for i, site in enumerate(geometry.sites)}
-            channels = 3 * len(geometry.sites)
+            self.spans = [span for c in self.channel.values() for span in ((c, 1), (c + 1, 2))]  # q; k and v
+        channels = sum(count for _, count in self.spans)
         self.initial = nn.Parameter(torch.randn(channels, geometry.d_model) * init_std)  # p(0): [C, d]
         self.dynamics = FlowDynamics(geometry.d_model, hidden or geometry.d_model)
         self._knots: Tensor | None = None  # [m, C, d]: p(j * H), cached in evaluation
         self._solution: Tensor | None = None  # [n, C, d]: p(t_i) for i < n
+        self._pieces: dict[tuple[int, int], Tensor] = {}  # span (first channel, count) -> [n, count, d]
         self._cache_key: tuple | None = None
 
     def grid_points(self, num_positions: int) -> int:
@@ -205,7 +207,7 @@ class Flow(PositionalEncoding):
         with torch.autocast(device.type, enabled=False):  # the ODE runs in its parameters' dtype, never bf16
             if self.training or torch.is_grad_enabled():
                 self._knots, self._cache_key = None, None
-                self._solution = self.interpolate(self._grid(num_positions), num_positions)
+                self._set_solution(self.interpolate(self._grid(num_positions), num_positions))
                 return
             # in-place updates bump _version; .to(), .double() and loading replace the storage
             key = tuple((p._version, p.data_ptr(), p.dtype) for p in self.parameters()) + (str(device),)
@@ -217,7 +219,7 @@ class Flow(PositionalEncoding):
                 # integrates and interpolates O(log n) times, not n times
                 num_positions = max(num_positions, 2 * self._solution.shape[0])
             self._knots = self._grid(num_positions, self._knots)
-            self._solution = self.interpolate(self._knots, num_positions)
+            self._set_solution(self.interpolate(self._knots, num_positions))
 
     def _grid(self, num_positions: int, cached: Tensor | None = None) -> Tensor:
         """The grid solution ``[m, C, d]`` that positions 0..num_positions-1 need
@@ -229,6 +231,14 @@ class Flow(PositionalEncoding):
             return cached
         return torch.cat((cached, self.integrate(cached[-1], cached.shape[0] - 1, needed - 1)[1:]))
 
+    def _set_solution(self, solution: Tensor) -> None:
+        """Keep ``solution`` ``[n, C, d]`` and its pieces, one per span of :attr:`spans`, made by
+        one split: in training the hooks' gradients then meet in one concatenation, where a
+        slice per hook would each write a zero-filled ``[n, C, d]`` gradient (backward of all hooks at 36 sites, n = 1024, d = 512, 2 CPU cores: 5.4-5.6 s
+        with slices, 0.2-0.5 s with the split)."""
+        self._solution = solution
+        self._pieces = dict(zip(self.spans, solution.split([count for _, count in self.spans], dim=1), strict=True))
+
     def solution(self, pos: Tensor) -> Tensor:
         """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos
         (checked by the index, with no device sync here).
@@ -239,10 +249,11 @@ class Flow(PositionalEncoding):
         return self._prepared().index_select(0, pos)
 
     def _channels(self, first: int, count: int, pos: Tensor) -> Tensor:
-        """p(t_pos) in channels first..first+count-1, side by side: ``[s, count * d]``. Gathers
-        those channels alone, so that a hook copies (and, in training, scatters the gradient of)
-        s * count * d values, not s * C * d."""
-        return self._prepared()[:, first:first + count].flatten(1).index_select(0, pos)
+        """p(t_pos) in the span of channels first..first+count-1, side by side:
+        ``[s, count * d]``. Gathers that span alone, so that a hook copies (and, in training,
+        scatters the gradient of) s * count * d values, not s * C * d."""
+        self._prepared()
+        return self._pieces[first, count].flatten(1).index_select(0, pos)
 
     def _prepared(self) -> Tensor:
         if self._solution is None:

@@ -179,12 +179,13 @@ def test_every_site_gets_its_own_initial_values_and_one_shared_dynamics():
 
 
 def test_each_site_biases_its_projections_with_its_own_q_k_and_v_channels():
-    encoding, site = flow(), Site("decoder", 1, "self")
+    geometry = ModelConfig(d_model=8, n_heads=2, n_layers=2, architecture="encoder_decoder").geometry(16)
+    encoding, pos = Flow(geometry), torch.tensor([4, 0, 2])
     encoding.prepare(5, torch.device("cpu"))
-    c, pos = encoding.channel[site], torch.tensor([4, 0, 2])
-    solution = encoding.solution(pos)  # [3, C, d]
-    torch.testing.assert_close(encoding.query_bias(pos, site), solution[:, c])
-    torch.testing.assert_close(encoding.key_value_bias(pos, site), torch.cat((solution[:, c + 1], solution[:, c + 2]), -1))
+    solution = encoding.solution(pos)  # [3, C, d], C = 3 per site
+    for i, site in enumerate(geometry.sites):  # channels 3i (q), 3i + 1 (k), 3i + 2 (v)
+        torch.testing.assert_close(encoding.query_bias(pos, site), solution[:, 3 * i])
+        torch.testing.assert_close(encoding.key_value_bias(pos, site), torch.cat((solution[:, 3 * i + 1], solution[:, 3 * i + 2]), -1))
 
 
 def test_input_placement_adds_to_embeddings_only():
