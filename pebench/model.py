@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from .encodings.base import Geometry, PositionalEncoding, Site, causal_mask
+from .encodings.base import Geometry, PositionalEncoding, Site, autocast_state, causal_mask
 
 PAD = 0
 ARCHITECTURES = ("decoder", "encoder_decoder")
@@ -130,8 +130,8 @@ def project(linear: nn.Linear, x: Tensor, bias: Tensor | None) -> Tensor:
     if bias.shape != (x.shape[1], linear.out_features):
         raise ValueError(f"a projection bias must be [sequence, {linear.out_features}] = [{x.shape[1]}, {linear.out_features}]; "
                          f"the encoding's query_bias or key_value_bias returned {list(bias.shape)}")
-    device = x.device.type
-    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else linear.weight.dtype
+    autocast = autocast_state(x.device)
+    dtype = autocast["dtype"] if autocast["enabled"] else linear.weight.dtype
     start = (linear.bias + bias.to(linear.bias.dtype)).to(dtype)  # [s, d_out]
     batch = x.shape[0]
     return torch.baddbmm(start.expand(batch, -1, -1), x.to(dtype), linear.weight.to(dtype).t().expand(batch, -1, -1))

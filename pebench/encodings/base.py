@@ -164,9 +164,14 @@ def attention_blocks(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sl
             for first in range(0, b, examples) for row in range(0, s_q, rows)]
 
 
+def as_4d(x: Tensor) -> Tensor:
+    """x with leading dimensions of size 1 up to four (``[s_q, s_k]`` -> ``[1, 1, s_q, s_k]``), a view."""
+    return x.reshape((1,) * (4 - x.dim()) + x.shape)
+
+
 def full_mask(mask: Tensor, q: Tensor, k: Tensor) -> Tensor:
     """mask, broadcastable to ``[b, h, s_q, s_k]``, as a ``[1 or b, h, s_q, s_k]`` view (no copy)."""
-    mask = mask.reshape((1,) * (4 - mask.dim()) + mask.shape)
+    mask = as_4d(mask)
     return mask.expand(mask.shape[0], q.shape[1], q.shape[2], k.shape[2])
 
 
@@ -241,8 +246,7 @@ class BiasedAttention(torch.autograd.Function):
                 mask_block(d_mask, examples, rows, keys).add_(d_scores if d_mask.shape[0] > 1 else d_scores.sum(0, keepdim=True))
                 d_q[examples, :, rows] = d_scores @ k[examples, :, :keys]
                 d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q[examples, :, rows]
-        d_mask = d_mask.sum_to_size((1,) * (4 - len(ctx.mask_shape)) + ctx.mask_shape).view(ctx.mask_shape)
-        return d_q.mul_(q.shape[-1] ** -0.5), d_k, d_v, d_mask, None
+        return d_q.mul_(q.shape[-1] ** -0.5), d_k, d_v, d_mask.sum_to_size(ctx.mask_shape), None
 
 
 class PositionalEncoding(nn.Module):

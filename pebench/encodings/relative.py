@@ -22,8 +22,8 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from .base import (Geometry, PositionalEncoding, Site, attention_blocks, autocast_state, full_mask, is_causal, mask_block,
-                   scaled_dot_product)
+from .base import (Geometry, PositionalEncoding, Site, as_4d, attention_blocks, autocast_state, full_mask, is_causal,
+                   mask_block, scaled_dot_product)
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -98,14 +98,14 @@ class RelativeAttention(torch.autograd.Function):
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
                 value_vectors: Tensor, causal: bool, banded: bool, keep: bool) -> Tensor:
         blocks = _blocks(attention_blocks(q, k, causal), q_pos, k_pos, key_vectors, banded)
-        order = blocks[0].order
+        order = blocks[0][1].order
         q = order(q) * q.shape[-1] ** -0.5
         k, v = k.contiguous(), v.contiguous()
-        allowed = full_mask(order(allowed.reshape((1,) * (4 - allowed.dim()) + allowed.shape)), q, k)
+        allowed = full_mask(order(as_4d(allowed)), q, k)
         out = torch.empty_like(q)
         weights, per_bucket_weights = [], []
-        for block in blocks:
-            examples, rows, keys, used = block.examples, block.rows, block.keys, block.used
+        for examples, block in blocks:
+            rows, keys, used = block.rows, block.keys, block.used
             q_block = q[examples, :, rows]
             scores = block.add(q_block @ k[examples, :, :keys].transpose(-1, -2), q_block @ key_vectors[:used].T)[0]
             p = scores.masked_fill_(~mask_block(allowed, examples, rows, keys), float("-inf")).softmax(dim=-1)  # P
@@ -124,14 +124,14 @@ class RelativeAttention(torch.autograd.Function):
         q, k, v, out, key_vectors, value_vectors, *saved = ctx.saved_tensors
         blocks = ctx.blocks
         weights, per_bucket_weights = saved[:len(blocks)], saved[len(blocks):]
-        order = blocks[0].order
+        order = blocks[0][1].order
         with torch.autocast(**ctx.autocast):
             d_out = order(d_out)
             row_sums = (d_out * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O) = rowsum(P * dP)
             d_q, d_k, d_v = torch.empty_like(q), torch.zeros_like(k), torch.zeros_like(v)
             d_key_vectors, d_value_vectors = torch.zeros_like(key_vectors), torch.zeros_like(value_vectors)
-            for block, p, per_bucket in zip(blocks, weights, per_bucket_weights, strict=True):
-                examples, rows, keys, used = block.examples, block.rows, block.keys, block.used
+            for (examples, block), p, per_bucket in zip(blocks, weights, per_bucket_weights, strict=True):
+                rows, keys, used = block.rows, block.keys, block.used
                 q_block, d_out_block = q[examples, :, rows], d_out[examples, :, rows]
                 d_v[examples, :, :keys] += p.transpose(-1, -2) @ d_out_block
                 d_value_vectors[:used] += per_bucket.flatten(0, 2).T @ d_out_block.flatten(0, 2)
@@ -145,29 +145,33 @@ class RelativeAttention(torch.autograd.Function):
 
 
 def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
-            banded: bool) -> list[Gathered] | list[Banded]:
-    """The blocks of a plan of :func:`~pebench.encodings.base.attention_blocks`: :class:`Banded`
-    if banded and the first chunk of rows has more than k of them (the later chunks start past
-    key k), else :class:`Gathered`."""
+            banded: bool) -> list[tuple[slice, Gathered | Banded]]:
+    """The blocks of a plan of :func:`~pebench.encodings.base.attention_blocks` as (examples,
+    chunk of query rows), one chunk object per chunk, shared by its blocks of examples:
+    :class:`Banded` if banded and the first chunk has more than k rows (the later chunks start
+    past key k), else :class:`Gathered`."""
     clip, s_q = len(key_vectors) // 2, len(q_pos)  # k, of 2k + 1 buckets
-    if banded and len(range(s_q)[plan[0][1]]) > clip:
-        return [Banded(examples, rows, keys, clip, s_q, q_pos.device) for examples, rows, keys in plan]
-    return [Gathered(examples, rows, keys, q_pos, k_pos, clip) for examples, rows, keys in plan]
+    kind = Banded if banded and len(range(s_q)[plan[0][1]]) > clip else Gathered
+    chunks = {}
+    for _, rows, keys in plan:
+        if (rows.start, keys) not in chunks:
+            chunks[rows.start, keys] = Banded(rows, keys, clip, s_q, q_pos.device) if kind is Banded else Gathered(rows, keys, q_pos, k_pos, clip)
+    return [(examples, chunks[rows.start, keys]) for examples, rows, keys in plan]
 
 
 class Gathered:
-    """One block whose per-bucket terms are gathered, and summed, through the bucket of each
-    (query, key): any mask.
+    """One chunk of query rows whose per-bucket terms are gathered, and summed, through the
+    bucket of each (query, key): any mask.
 
     Attributes:
-        examples, rows, keys: the block (:func:`~pebench.encodings.base.attention_blocks`); rows
-            of the query order of :meth:`order`.
-        used: the buckets 0..used-1 that the block's per-bucket terms cover (all 2k + 1).
-        buckets: the bucket of each of the block's (query, key) pairs, ``[rows, keys]`` long.
+        rows, keys: the chunk (:func:`~pebench.encodings.base.attention_blocks`); rows of the
+            query order of :meth:`order`.
+        used: the buckets 0..used-1 that the chunk's per-bucket terms cover (all 2k + 1).
+        buckets: the bucket of each of the chunk's (query, key) pairs, ``[rows, keys]`` long.
     """
 
-    def __init__(self, examples: slice, rows: slice, keys: int, q_pos: Tensor, k_pos: Tensor, clip: int):
-        self.examples, self.rows, self.keys, self.used = examples, rows, keys, 2 * clip + 1
+    def __init__(self, rows: slice, keys: int, q_pos: Tensor, k_pos: Tensor, clip: int):
+        self.rows, self.keys, self.used = rows, keys, 2 * clip + 1
         self.buckets = relative_offset_index(q_pos[rows], k_pos[:keys], clip)  # [rows, keys]
 
     @staticmethod
@@ -189,7 +193,7 @@ class Gathered:
 
 
 class Banded:
-    """One block of causal attention, whose per-bucket terms are read and written along
+    """One chunk of query rows of causal attention, whose per-bucket terms are read and written along
     diagonals: query i and key j are in bucket k - (i - j) for i - j < k, in bucket 0 further
     back, never in buckets k+1..2k (used = k + 1). So bucket 0's term is left out of all pairs
     in :meth:`add` (a constant per row: the softmax does not change; in dP the caller takes it
@@ -203,9 +207,9 @@ class Banded:
     are kept at zero. The attributes and methods are :class:`Gathered`'s, with used = k + 1.
     """
 
-    def __init__(self, examples: slice, rows: slice, keys: int, clip: int, s_q: int, device: torch.device):
+    def __init__(self, rows: slice, keys: int, clip: int, s_q: int, device: torch.device):
         first, last = rows.indices(s_q)[:2]
-        self.examples, self.rows, self.keys = examples, slice(s_q - last, s_q - first), keys  # rows in reverse order
+        self.rows, self.keys = slice(s_q - last, s_q - first), keys  # rows in reverse order
         self.clip, self.used = clip, clip + 1
         query = torch.arange(last - 1, first - 1, -1, device=device)  # reversed rows
         self.outside = (query[:, None] - clip + 1 + torch.arange(clip, device=device)) < 0  # key < 0: [rows, k]

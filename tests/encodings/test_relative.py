@@ -68,7 +68,13 @@ def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
         plans, kinds, blocks = spy_on_blocks(patch, relative_module), [], relative_module._blocks
-        patch.setattr(relative_module, "_blocks", lambda *args: kinds.extend(type(b).__name__ for b in blocks(*args)) or blocks(*args))
+
+        def spy_on_kinds(*args):
+            made = blocks(*args)
+            kinds.extend(type(chunk).__name__ for _, chunk in made)
+            return made
+
+        patch.setattr(relative_module, "_blocks", spy_on_kinds)
         given = base.causal_mask(s, torch.device("cpu")) if mask == "shared causal" else allowed  # the same mask
         out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), given, SELF)
         grads = torch.autograd.grad((out * gradient).sum(), inputs)
@@ -90,7 +96,7 @@ def test_causal_blocks_are_banded_when_the_first_chunk_has_more_than_k_rows():
 
     def kinds(s: int, banded: bool = True) -> set[type]:
         q, pos = torch.zeros(2, 2, s, 8), torch.arange(s)
-        return {type(block) for block in _blocks(base.attention_blocks(q, q, causal=True), pos, pos, key_vectors, banded)}
+        return {type(chunk) for _, chunk in _blocks(base.attention_blocks(q, q, causal=True), pos, pos, key_vectors, banded)}
 
     assert kinds(37) == {Banded}  # chunks of 10, 10, 10 and 7 rows
     assert kinds(17) == {Banded}  # 5, 5, 5 and 2: the last starts past key 4
