@@ -336,9 +336,11 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None) -> pd.DataFrame:
+def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None,
+                  measured: Callable[[pd.DataFrame], None] = lambda table: None) -> pd.DataFrame:
     """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
-    with ratios."""
+    with ratios. ``measured`` is given the table of the shapes timed so far after each shape,
+    so that a caller can save it before a long run ends (or is stopped)."""
     cpu = settings.device.type == "cpu"
     if cpu:
         _mmap_threshold(MEASURING_THRESHOLD)
@@ -348,9 +350,15 @@ def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callabl
         rows[shape] = measure_memory(shape, chosen, settings)
     if cpu:
         _mmap_threshold(TIMING_THRESHOLD)
-    for shape in settings.shapes:
+    for done, shape in enumerate(settings.shapes, start=1):
         measure_speed(shape, chosen, settings, rows[shape], progress)
-    table = pd.DataFrame([row for shape in settings.shapes for row in rows[shape].values()])
+        measured(_table([row for timed_shape in settings.shapes[:done] for row in rows[timed_shape].values()]))
+    return _table([row for shape in settings.shapes for row in rows[shape].values()])
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    """The rows as a table with every figure's column, missing figures NaN, and the ratios."""
+    table = pd.DataFrame(rows)
     for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
         if column not in table:
             table[column] = float("nan") if column != "error" else None

@@ -156,9 +156,11 @@ def command_bench(args) -> int:
         return _fail(error)
     names = ", ".join(c.name for c in chosen)
     print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
-    table = bench.run_benchmark(settings, chosen, progress=lambda message: print(message, file=sys.stderr))
+    out, command = bench.output_folder(args), " ".join(["pebench", *args.argv])
+    table = bench.run_benchmark(settings, chosen, progress=lambda message: print(message, file=sys.stderr),
+                                measured=lambda partial: bench.write(partial, settings, out, command))  # each shape saved as it ends
     print(bench.render(table, "simple"))
-    written = bench.write(table, settings, bench.output_folder(args), " ".join(["pebench", *args.argv]))
+    written = bench.write(table, settings, out, command)
     print(f"written: {', '.join(map(str, written))}")
     return 0
 

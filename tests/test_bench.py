@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
+from pebench import bench
 from pebench.bench import Settings, Shape, contenders, output_folder, peak_memory_mb, run_benchmark, summary, with_ratios
-from pebench.cli import _parser
+from pebench.cli import _parser, main
 from tests.test_cli import pebench
 
 
@@ -85,3 +86,20 @@ def test_every_shape_sees_its_memory():
     settings = Settings(shapes=(Shape("decoder", 32), Shape("decoder", 64)), rounds=1, encodings=("nope", "sinusoidal"), peer=False)
     table = run_benchmark(settings, contenders(settings))
     assert (table.train_peak_mb >= 8).all() and (table.eval_peak_mb >= 8).all(), table[["contender", "shape", "train_peak_mb", "eval_peak_mb"]]
+
+
+def test_each_shape_is_saved_as_it_ends_so_a_stopped_run_keeps_the_shapes_it_measured(tmp_path, monkeypatch):
+    measure_speed = bench.measure_speed
+
+    def stopped_at_the_second_shape(shape, *args):
+        if shape.length == 64:
+            raise KeyboardInterrupt
+        measure_speed(shape, *args)
+
+    monkeypatch.setattr(bench, "measure_speed", stopped_at_the_second_shape)
+    with pytest.raises(KeyboardInterrupt):
+        main(["bench", "--shapes", "decoder:32,decoder:64", "--rounds", "1", "--tokens", "256", "--encodings", "nope,rope", "--no-peer", "--out", str(tmp_path)])
+    table = pd.read_csv(tmp_path / "throughput.csv")
+    assert list(table.contender) == ["nope", "rope"] and set(table["shape"]) == {"dec 32"}
+    assert (table.train_tokens_per_second > 0).all() and table.train_vs_nope.tolist()[0] == 1.0
+    assert "Command: `pebench bench --shapes decoder:32,decoder:64" in (tmp_path / "throughput.md").read_text()
