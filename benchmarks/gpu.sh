@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The throughput table on a CUDA GPU: the same contenders and shapes as on CPU, under bf16
 # autocast, with 8x the tokens per batch so that the GPU is busy. Writes results/throughput-gpu/.
-#   bash benchmarks/gpu.sh              # about 5 minutes on one recent GPU
+# python -m pytest tests/test_cuda.py checks the GPU path's numbers against the CPU's.
+#   bash benchmarks/gpu.sh              # 2 min 20 s on one H200 (torch 2.11)
 #   bash benchmarks/gpu.sh --quick      # a smoke test
 set -euo pipefail
 python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device: this script measures the GPU path')"
