@@ -29,6 +29,8 @@ x-transformers is installed (``pip install x-transformers``), a peer: the same-s
 built by x-transformers with its sinusoidal, rotary, ALiBi and T5-bias options.
 Tokens are input tokens: batch x length (decoder-only), batch x 2 x length (encoder-decoder,
 source and target of the same length). On CUDA both passes run under bf16 autocast.
+``pebench bench`` saves the table of the shapes timed so far in ``partial/`` beside its tables after
+each shape; a whole run replaces its tables and removes ``partial/``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from torch import nn
 
 from .cards import encoding_card, encoding_cards, task_card
 from .model import ModelConfig, Transformer
+from .records import write_atomically
 from .train import autocast, build_encoding, resolve_device, sync_device
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
@@ -337,10 +340,12 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None,
-                  measured: Callable[[pd.DataFrame], None] = lambda table: None) -> pd.DataFrame:
+                  shape_done: Callable[[pd.DataFrame], None] = lambda table: None) -> pd.DataFrame:
     """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
-    with ratios. ``measured`` is given the table of the shapes timed so far after each shape,
-    so that a caller can save it before a long run ends (or is stopped)."""
+    with ratios. Memory is measured at every shape first, then the shapes are timed one after
+    another; after each, ``shape_done`` is given the table of the shapes timed so far (the last
+    call's table is the one returned), so that a caller can save it before a long run ends or
+    is stopped."""
     cpu = settings.device.type == "cpu"
     if cpu:
         _mmap_threshold(MEASURING_THRESHOLD)
@@ -350,14 +355,17 @@ def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callabl
         rows[shape] = measure_memory(shape, chosen, settings)
     if cpu:
         _mmap_threshold(TIMING_THRESHOLD)
-    for done, shape in enumerate(settings.shapes, start=1):
+    timed: list[dict] = []
+    for shape in settings.shapes:
         measure_speed(shape, chosen, settings, rows[shape], progress)
-        measured(_table([row for timed_shape in settings.shapes[:done] for row in rows[timed_shape].values()]))
-    return _table([row for shape in settings.shapes for row in rows[shape].values()])
+        timed += rows[shape].values()
+        table = benchmark_table(timed)
+        shape_done(table)
+    return table
 
 
-def _table(rows: list[dict]) -> pd.DataFrame:
-    """The rows as a table with every figure's column, missing figures NaN, and the ratios."""
+def benchmark_table(rows: list[dict]) -> pd.DataFrame:
+    """The rows as a table with every figure's column (missing figures NaN) and the ratios."""
     table = pd.DataFrame(rows)
     for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
         if column not in table:
@@ -447,19 +455,22 @@ def environment(settings: Settings) -> dict:
 def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> list[Path]:
     """Save under ``out`` the figures (``throughput.csv``), the tables with the command and
     environment (``throughput.md``), the command and environment alone (``throughput.json``) and,
-    when a headline shape was measured, :func:`summary` (``summary.md``); return the paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "throughput.csv", index=False, float_format="%.6g")
+    when a headline shape was measured, :func:`summary` (``summary.md``; an older one is removed
+    otherwise); return the paths. Each file is replaced atomically."""
     env = environment(settings)
-    (out / "throughput.json").write_text(json.dumps({"command": command, "environment": env}, indent=2) + "\n")
     header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
-    (out / "throughput.md").write_text("# Throughput\n\n" + header + render(table))
-    written = [out / "throughput.md", out / "throughput.csv", out / "throughput.json"]
-    headline = summary(table)
-    if headline is not None:
-        (out / "summary.md").write_text(headline)
-        written.append(out / "summary.md")
-    return written
+    files = {
+        "throughput.md": "# Throughput\n\n" + header + render(table),
+        "throughput.csv": table.to_csv(index=False, float_format="%.6g"),
+        "throughput.json": json.dumps({"command": command, "environment": env}, indent=2) + "\n",
+        "summary.md": summary(table),
+    }
+    for name, text in files.items():
+        if text is None:
+            (out / name).unlink(missing_ok=True)  # not this table's: a summary of an earlier run
+        else:
+            write_atomically(out / name, text)
+    return [out / name for name, text in files.items() if text is not None]
 
 
 def load(results: Path) -> pd.DataFrame | None:

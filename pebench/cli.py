@@ -3,13 +3,15 @@
 Bad input (an unknown encoding or task, an impossible length split, a malformed ``--set``)
 exits with status 2 and a message saying what to do, before anything is trained or written.
 A run that fails while training or evaluating is recorded as ``failed`` with its error and
-exits with status 1. Ctrl-C writes nothing: no partial record.
+exits with status 1. Ctrl-C writes no partial run record; ``bench`` keeps the shapes it has timed
+in ``partial/`` beside its tables, which only a whole run replaces.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -157,10 +159,12 @@ def command_bench(args) -> int:
     names = ", ".join(c.name for c in chosen)
     print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
     out, command = bench.output_folder(args), " ".join(["pebench", *args.argv])
+    partial = out / "partial"  # the shapes timed so far; out's own tables are replaced only by a whole run's
     table = bench.run_benchmark(settings, chosen, progress=lambda message: print(message, file=sys.stderr),
-                                measured=lambda partial: bench.write(partial, settings, out, command))  # each shape saved as it ends
+                                shape_done=lambda so_far: bench.write(so_far, settings, partial, command))
     print(bench.render(table, "simple"))
     written = bench.write(table, settings, out, command)
+    shutil.rmtree(partial, ignore_errors=True)
     print(f"written: {', '.join(map(str, written))}")
     return 0
 

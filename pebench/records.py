@@ -74,9 +74,14 @@ def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[
 
 
 def write_record(path: Path, record: dict) -> None:
-    """Write ``record`` to ``path`` atomically (temporary file, fsync, rename)."""
+    """Write ``record`` to ``path`` atomically (:func:`write_atomically`)."""
+    write_atomically(path, json.dumps(json_safe(record), indent=2, allow_nan=False) + "\n")  # fails before any file exists
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (parent folders made) so that a reader or a crash sees the old
+    file or the new one, never a part: temporary file beside it, fsync, rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(json_safe(record), indent=2, allow_nan=False) + "\n"  # fails before any file exists
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
         try:
             file.write(text)

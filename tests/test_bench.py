@@ -88,18 +88,34 @@ def test_every_shape_sees_its_memory():
     assert (table.train_peak_mb >= 8).all() and (table.eval_peak_mb >= 8).all(), table[["contender", "shape", "train_peak_mb", "eval_peak_mb"]]
 
 
-def test_each_shape_is_saved_as_it_ends_so_a_stopped_run_keeps_the_shapes_it_measured(tmp_path, monkeypatch):
+def test_a_stopped_run_keeps_the_shapes_it_timed_and_leaves_the_last_whole_table_alone(tmp_path, monkeypatch):
+    command = ["bench", "--shapes", "decoder:32,decoder:256", "--rounds", "1", "--tokens", "256", "--encodings", "nope,rope", "--no-peer", "--out", str(tmp_path)]
+    assert main(command) == 0  # a whole run: dec 256 is a headline shape, so it has a summary
+    whole = {name: (tmp_path / name).read_text() for name in ("throughput.md", "throughput.csv", "throughput.json", "summary.md")}
+    assert not (tmp_path / "partial").exists()
     measure_speed = bench.measure_speed
 
     def stopped_at_the_second_shape(shape, *args):
-        if shape.length == 64:
+        if shape.length == 256:
             raise KeyboardInterrupt
         measure_speed(shape, *args)
 
     monkeypatch.setattr(bench, "measure_speed", stopped_at_the_second_shape)
     with pytest.raises(KeyboardInterrupt):
-        main(["bench", "--shapes", "decoder:32,decoder:64", "--rounds", "1", "--tokens", "256", "--encodings", "nope,rope", "--no-peer", "--out", str(tmp_path)])
-    table = pd.read_csv(tmp_path / "throughput.csv")
-    assert list(table.contender) == ["nope", "rope"] and set(table["shape"]) == {"dec 32"}
-    assert (table.train_tokens_per_second > 0).all() and table.train_vs_nope.tolist()[0] == 1.0
-    assert "Command: `pebench bench --shapes decoder:32,decoder:64" in (tmp_path / "throughput.md").read_text()
+        main(command)
+    assert {name: (tmp_path / name).read_text() for name in whole} == whole  # the whole run's tables, untouched
+    partial = pd.read_csv(tmp_path / "partial" / "throughput.csv")
+    assert list(partial.contender) == ["nope", "rope"] and set(partial["shape"]) == {"dec 32"}
+    assert (partial.train_tokens_per_second > 0).all() and partial.train_vs_nope.tolist()[0] == 1.0
+    assert "dec 256" not in (tmp_path / "partial" / "throughput.md").read_text()
+    assert not (tmp_path / "partial" / "summary.md").exists()  # no headline shape was timed
+    monkeypatch.undo()
+    assert main(command) == 0 and not (tmp_path / "partial").exists()  # a whole run clears it
+
+
+def test_a_table_without_a_headline_shape_removes_an_older_summary(tmp_path):
+    settings = Settings(shapes=(Shape("decoder", 32),), rounds=1, tokens_per_batch=256, encodings=("nope",), peer=False)
+    (tmp_path / "summary.md").write_text("an earlier run's summary")
+    table = run_benchmark(settings, contenders(settings))
+    assert [p.name for p in bench.write(table, settings, tmp_path, "pebench bench")] == ["throughput.md", "throughput.csv", "throughput.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["throughput.csv", "throughput.json", "throughput.md"]
