@@ -1,4 +1,4 @@
-"""Small seeded models for the encoding and model tests, and a spy on attention blocks."""
+"""Small seeded models for the encoding and model tests, a spy on attention blocks, and the relative error the tests bound."""
 
 from __future__ import annotations
 
@@ -29,3 +29,8 @@ def spy_on_blocks(patch: pytest.MonkeyPatch, module) -> list[list[tuple[int, int
 
     patch.setattr(module, "attention_blocks", spy)
     return plans
+
+
+def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float:
+    """||value - reference|| / ||reference|| over all entries (0 when both are zero)."""
+    return ((value - reference).norm() / reference.norm().clamp_min(1e-30)).item()

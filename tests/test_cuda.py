@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from pebench.bench import Bench, Settings, Shape, contenders
+from tests.helpers import relative_error
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 CUDA = torch.device("cuda")
@@ -28,11 +29,6 @@ def logits_and_gradients(model: nn.Module, bench: Bench, device: torch.device, b
         logits = model(*(x.to(device) for x in bench.inputs))
     nn.functional.cross_entropy(logits.float().flatten(0, 1), bench.tokens[:, 1:].to(device).flatten()).backward()
     return logits.float().cpu(), {name: p.grad.float().cpu() for name, p in model.named_parameters() if p.grad is not None}
-
-
-def relative_error(value: torch.Tensor, reference: torch.Tensor) -> float:
-    """||value - reference|| / ||reference|| (0 when both are zero)."""
-    return ((value - reference).norm() / reference.norm().clamp_min(1e-30)).item()
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)

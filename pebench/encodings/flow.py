@@ -232,9 +232,10 @@ class Flow(PositionalEncoding):
         return torch.cat((cached, self.integrate(cached[-1], cached.shape[0] - 1, needed - 1)[1:]))
 
     def _set_solution(self, solution: Tensor) -> None:
-        """Keep ``solution`` ``[n, C, d]`` and its pieces, one per span of :attr:`spans`, made by
-        one split: in training the hooks' gradients then meet in one concatenation, where a
-        slice per hook would each write a zero-filled ``[n, C, d]`` gradient (backward of all hooks at 36 sites, n = 1024, d = 512, 2 CPU cores: 5.4-5.6 s
+        """Keep ``solution`` ``[n, C, d]`` and its pieces ``[n, count, d]``, one per span of
+        :attr:`spans`, made by one split: in training the hooks' gradients then meet in one
+        concatenation, where a slice per hook would each write a zero-filled ``[n, C, d]``
+        gradient (backward of all hooks at 36 sites, n = 1024, d = 512, 2 CPU cores: 5.4-5.6 s
         with slices, 0.2-0.5 s with the split)."""
         self._solution = solution
         self._pieces = dict(zip(self.spans, solution.split([count for _, count in self.spans], dim=1), strict=True))
