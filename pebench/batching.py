@@ -72,6 +72,17 @@ def pack(examples: list[Example], architecture: str) -> Batch:
     )
 
 
+def prompts(examples: list[Example]) -> tuple[Tensor, Tensor]:
+    """Decoder-only prompts ``BOS source SEP``, right-padded: ``[b, P]`` and their lengths ``[b]``."""
+    rows = [[BOS, *_symbols(e.source), SEP] for e in examples]
+    return _pad(rows, PAD), torch.tensor([len(row) for row in rows])
+
+
+def target_tokens(example: Example) -> list[int]:
+    """The tokens a model must output for ``example``: its target, then EOS."""
+    return [*_symbols(example.target), EOS]
+
+
 def packed_length(example: Example, architecture: str) -> int:
     """The longest sequence (either stack) the model reads for ``example``."""
     if architecture == "decoder":

@@ -57,7 +57,8 @@ from torch import nn
 from .cards import encoding_card, encoding_cards, task_card
 from .model import ModelConfig, Transformer
 from .records import write_atomically
-from .train import autocast, build_encoding, resolve_device, sync_device
+from .devices import autocast, resolve_device, sync_device
+from .train import build_encoding
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
 VARIANTS = {"flow+adjoint": ("flow", {"adjoint": True})}  # name -> (card, params it changes)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
+import json
 import sys
 
 if sys.version_info >= (3, 11):
@@ -89,33 +91,75 @@ def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
     ``SECTION.NAME=V`` sets a field of the task card (e.g. ``training.steps=200``).
     Values are TOML literals (``3``, ``0.1``, ``true``, ``[1, 8]``); anything else is a string.
 
+    A key may be one the card sets or any setting of the protocol's sections (``training.target``
+    on a card that sets none, ``decoding.beam_size``).
+
     Raises:
         ValueError: for a malformed override or an unknown task-card key (listing the known keys).
     """
+    from .protocol import SECTION_KEYS  # the protocol module reads cards' sections; import it when needed
+
     for override in overrides:
         key, sep, raw = override.partition("=")
         path = key.strip().split(".")
         if not sep or len(path) != 2 or not all(path):
             raise ValueError(f"--set expects SECTION.KEY=VALUE (e.g. training.steps=200 or encoding.delta=0.05); got {override!r}")
         section, field = path
-        value = _parse_value(raw.strip())
+        value = parse_value(raw.strip())
         if section == "encoding":
             encoding["params"][field] = value
             continue
-        if section not in task or not isinstance(task[section], dict) or field not in task[section]:
-            known = [f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body]
+        card_keys = task.get(section) if isinstance(task.get(section), dict) else {}
+        if field not in card_keys and field not in SECTION_KEYS.get(section, ()):
+            known = sorted({f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body}
+                           | {f"{s}.{k}" for s, keys in SECTION_KEYS.items() for k in keys})
             raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
-        task[section][field] = value
+        task.setdefault(section, {})[field] = value
 
 
-def _parse_value(raw: str):
+def parse_value(raw: str):
+    """A ``--set`` value: a TOML literal (``3``, ``0.1``, ``true``, ``[1, 8]``, ``"rope"``), else a
+    number Python reads (``07``, which TOML refuses for its leading zero), else the text itself."""
     try:
         return tomllib.loads(f"value = {raw}")["value"]
     except tomllib.TOMLDecodeError:
-        return raw
+        pass
+    for number in (int, float):
+        try:
+            return number(raw)
+        except ValueError:
+            continue
+    return raw
 
 
-def overrides_hash(overrides: list[str]) -> str:
-    """A short stable hash of a set of overrides (order-insensitive), for record file names."""
-    canonical = "\n".join(sorted(o.replace(" ", "") for o in overrides))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:8]
+def with_plugin_defaults(encoding: dict) -> dict:
+    """``encoding`` with its ``params`` completed by the plugin constructor's defaults (the card's
+    values win), so that a record holds every parameter the encoding ran with, and a parameter
+    set to its default is no other configuration than leaving it out."""
+    cls = plugins(ENCODINGS)[encoding["plugin"]]
+    defaults = {name: p.default for name, p in inspect.signature(cls).parameters.items()
+                if name != "geometry" and p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD}
+    return {**encoding, "params": {**defaults, **encoding["params"]}}
+
+
+def changed_settings(task: dict, encoding: dict, card_task: dict, card_encoding: dict) -> dict:
+    """The resolved settings that differ from the cards, as ``{"section.key": value}`` (encoding
+    parameters as ``encoding.NAME``), sorted: what makes a run another configuration than the
+    cards' own, however the overrides were spelled (``training.steps=07``, a key set twice, a
+    card's own default)."""
+    changed = {f"encoding.{name}": value for name, value in encoding["params"].items() if card_encoding["params"].get(name, _MISSING) != value}
+    for section, body in task.items():
+        if isinstance(body, dict):
+            changed.update({f"{section}.{key}": value for key, value in body.items() if card_task.get(section, {}).get(key, _MISSING) != value})
+    return dict(sorted(changed.items()))
+
+
+_MISSING = object()
+
+
+def settings_hash(settings: dict) -> str:
+    """A short stable hash of :func:`changed_settings` ("" for the cards' own configuration),
+    for record file names and report labels."""
+    if not settings:
+        return ""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]

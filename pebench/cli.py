@@ -22,10 +22,10 @@ from tabulate import tabulate
 from . import __version__, bench, execution, sweep
 from .cards import encoding_cards, task_cards
 from .data import DATA_ENV
-from .records import load_records, to_frame
+from .records import check_writable, load_records
 from .registry import UnknownNameError
 from .report import write_reports
-from .train import resolve_device
+from .devices import resolve_device
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,6 +73,7 @@ def command_run(args) -> int:
         device = resolve_device(args.device)
         print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
         setup, data_seconds = execution.prepare(planned)
+        check_writable(args.results)
     except execution.BAD_INPUT as error:
         return _fail(error)
     if planned.protocol.task.data:
@@ -88,19 +89,32 @@ def command_run(args) -> int:
 
 def _print_run(record: dict, path: Path) -> None:
     metrics = record["task"]["metrics"]["names"]
-    rows = [
-        [b["bucket"], "ID" if b["in_distribution"] else "OOD", b["n"], *[(b["metrics"] or {}).get(m, "—") for m in metrics],
-         f"{b['eval_tokens_per_second']:,.0f}" if b["eval_tokens_per_second"] else b.get("error", "—")]
-        for b in record["buckets"]
-    ]
-    print(tabulate(rows, headers=["bucket", "split", "n", *metrics, "eval tok/s"], floatfmt=".3f"))
+    digits = ".2f" if record["task"]["metrics"]["primary"] in ("bleu", "chrf") else ".3f"
+
+    def value(metric_values: dict | None, name: str) -> str:
+        found = (metric_values or {}).get(name)
+        return "—" if found is None else format(found, digits)
+
+    rows = [[b["bucket"], "ID" if b["in_distribution"] else "OOD", b["n"], *[value(b["metrics"], m) for m in metrics],
+             f"{b['eval_tokens_per_second']:,.0f}" if b["eval_tokens_per_second"] else b.get("error", "—")]
+            for b in record["buckets"]]
+    scores = record["scores"]
+    for split in ("ID", "OOD", "all"):
+        if split in scores:
+            rows.append([{"ID": "ID score", "OOD": "OOD score", "all": "whole set"}[split], "", "", *[value(scores[split], m) for m in metrics], ""])
+    print(tabulate(rows, headers=["bucket", "split", "n", *metrics, "eval tok/s"], disable_numparse=True))
+    if scores["unscored"]:
+        print(f"not scored: bucket(s) {', '.join(scores['unscored'])} (see eval tok/s); the scores of their splits are left out")
     training, parameters = record["training"], record["parameters"]
-    print(f"\ntraining: {training['steps']} steps in {training['wall_seconds']:.0f} s, {training['tokens_per_second']:,.0f} tok/s, "
-          f"final loss {training['final_loss']:.4f}, peak memory {training['peak_memory_mb']:.0f} MB ({training['memory_kind']})")
-    if "corpus" in record:
-        corpus = record["corpus"]
-        scores = ", ".join(f"{name} {value:.2f}" for name, value in corpus["metrics"].items())
-        print(f"whole evaluation set ({corpus['n']} examples): {scores}; " + "; ".join(f"{k}: {v}" for k, v in corpus["signatures"].items()))
+    if training["target"] is None:
+        stop = "no ID target"
+    elif training["steps_to_target"] is None:
+        stop = f"ID target {training['target']:g} NOT reached: not ranked on OOD"
+    else:
+        stop = f"ID target {training['target']:g} reached"
+    print(f"\ntraining: {training['steps']} of at most {training['step_cap']} steps ({stop}) in {training['wall_seconds']:.0f} s, "
+          f"{training['tokens_per_second']:,.0f} tok/s, final loss {training['final_loss']:.4f}, "
+          f"peak memory {training['peak_memory_mb']:.0f} MB ({training['memory_kind']})")
     print(f"parameters: {parameters['total']:,} total, {parameters['encoding']:,} in the encoding")
     print(f"record: {path}")
 
@@ -116,13 +130,15 @@ def command_list(args) -> int:
 
 
 def command_report(args) -> int:
-    frame = to_frame(load_records(args.results))
-    if frame.empty:
-        return _fail(FileNotFoundError(f"no complete run records under {args.results / 'runs'}; run `pebench run --encoding E --task T` first"))
+    records, skipped = load_records(args.results)
+    for path, reason in skipped:
+        print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
+    if not any(record.get("status") == "ok" for record in records):
+        return _fail(FileNotFoundError(f"no successful run records under {args.results / 'runs'}; run `pebench run --encoding E --task T` first"))
     out = args.out or args.results / "leaderboards"
-    for text in write_reports(frame, out, bench.load(args.results)).values():
+    for text in write_reports(records, out, bench.load(args.results)).values():
         print(text)
-    print(f"written: {out}/<task>.md, .csv, .tex, .html, .png and overall.*")
+    print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md")
     return 0
 
 
@@ -134,6 +150,7 @@ def command_sweep(args) -> int:
         encodings = sweep.names(args.encodings, encoding_cards(), "encodings")
         cells = sweep.plan_grid(tasks, encodings, sweep.seeds(args.seeds), args.overrides, args.results)
         device = resolve_device(args.device)
+        check_writable(args.results)
     except execution.BAD_INPUT as error:
         return _fail(error)
     states = Counter(cell.state for cell in cells)
@@ -189,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `pebench list | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: the run in progress is not recorded (records are written whole, at its end)
+        print(f"\npebench {args.command}: interrupted; nothing was written for the work in progress", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

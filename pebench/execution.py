@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from .cards import apply_overrides, encoding_card, task_card
+from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
 from .data import DataNotFoundError
 from .protocol import Protocol, resolve
 from .records import git_commit, json_safe, new_record, record_path, write_record
@@ -31,13 +31,16 @@ BAD_INPUT = (UnknownNameError, ValueError, TypeError, RuntimeError, DataNotFound
 
 @dataclass
 class Planned:
-    """A checked run: its resolved cards, seed, overrides, protocol, record path and the wall
-    seconds resolving the task took (a real-data task loads and tokenizes its corpus there)."""
+    """A checked run: its resolved cards (the encoding's parameters completed by the plugin's
+    defaults), seed, overrides as given and the settings they changed, protocol, record path and
+    the wall seconds resolving the task took (a real-data task loads and tokenizes its corpus
+    there)."""
 
     task: dict
     encoding: dict
     seed: int
     overrides: list[str]
+    settings: dict
     protocol: Protocol
     path: Path
     resolve_seconds: float = 0.0
@@ -47,21 +50,20 @@ class Planned:
         return f"{self.task['name']}/{self.encoding['name']}/seed{self.seed}"
 
     def matches(self, record: dict) -> bool:
-        """True when ``record`` was made from these cards and overrides. Descriptions and
-        references are prose and do not count; a changed default inside a plugin's code is not
-        seen (the record's git commit says which code ran)."""
-        return _behaviour(record.get("task", {})) == _behaviour(self.task) and _behaviour(record.get("encoding", {})) == _behaviour(
-            self.encoding) and _canonical(record.get("overrides", [])) == _canonical(self.overrides)
+        """True when ``record`` was made from these resolved cards (the plugin's defaults
+        included, so a changed default makes the record stale). Descriptions and references are
+        prose and do not count, nor does the spelling of the overrides."""
+        return _behaviour(record.get("task", {})) == _behaviour(self.task) and _behaviour(record.get("encoding", {})) == _behaviour(self.encoding)
+
+    def new_record(self) -> dict:
+        """The header of this run's record."""
+        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings)
 
 
 def _behaviour(card: dict) -> dict:
     """A card as stored in records, without its prose."""
     stored = json.loads(json.dumps(json_safe(card)))
     return {key: value for key, value in stored.items() if key not in ("description", "reference")}
-
-
-def _canonical(overrides: list[str]) -> list[str]:
-    return sorted(o.replace(" ", "") for o in overrides)
 
 
 def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path,
@@ -78,15 +80,18 @@ def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], re
         raise ValueError(f"the seed must be a whole number >= 0 (the record is named seed<k>.json); got {seed}")
     git_commit()  # read now, while the checkout still holds the code this process loaded
     task, encoding = task_card(task_name), encoding_card(encoding_name)
+    cards = (task_card(task_name), with_plugin_defaults(encoding))
     apply_overrides(task, encoding, overrides)
+    encoding = with_plugin_defaults(encoding)
+    settings = changed_settings(task, encoding, *cards)
     resolved = {} if resolved is None else resolved
     key = json.dumps(json_safe(task), sort_keys=True)
     if key not in resolved:
         tick = time.perf_counter()
         resolved[key] = (resolve(task), time.perf_counter() - tick)
     protocol, seconds = resolved[key]
-    path = record_path(results, task["name"], encoding["name"], seed, overrides)
-    return Planned(task, encoding, seed, list(overrides), protocol, path, seconds)
+    path = record_path(results, task["name"], encoding["name"], seed, settings)
+    return Planned(task, encoding, seed, list(overrides), settings, protocol, path, seconds)
 
 
 def prepare(planned: Planned) -> tuple[RunSetup, float]:
@@ -104,7 +109,7 @@ def prepare(planned: Planned) -> tuple[RunSetup, float]:
 
 def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float) -> dict:
     """Train and evaluate, then write the record (``ok`` or ``failed``); return it."""
-    record = new_record(planned.task, planned.encoding, planned.seed, planned.overrides)
+    record = planned.new_record()
     try:
         record.update(run(planned.protocol, setup, planned.seed, device, progress))
         record["stages"] = {"data_seconds": round(data_seconds, 2), **record["stages"]}

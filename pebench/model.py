@@ -207,12 +207,14 @@ class Transformer(nn.Module):
         self.encoding.prepare(int(pos.max()) + 1, source.device)
         return self._encode(source, pos)
 
-    def decode(self, tokens: Tensor, start: int, cache: KVCache, memory: Memory | None = None) -> Tensor:
-        """Incremental decoding: logits ``[b, s_new, V]`` for ``tokens`` ``[b, s_new]`` at positions
-        start..start+s_new-1, attending to the keys and values of earlier calls kept in ``cache``
-        (pass an empty dict first, then the same dict; reorder its tensors along the batch for
-        beam search). Every decoder token is real: no padding mask."""
-        pos = self.encoding.positions(start + tokens.shape[1], tokens.device)[start:]
+    def decode(self, tokens: Tensor, pos: Tensor, cache: KVCache, memory: Memory | None = None) -> Tensor:
+        """Incremental decoding: logits ``[b, s_new, V]`` for ``tokens`` ``[b, s_new]`` at the
+        positions ``pos`` ``[s_new]``, attending to the keys and values of earlier calls kept in
+        ``cache`` (pass an empty dict first, then the same dict; reorder its tensors along the
+        batch for beam search). The caller draws the positions of the whole decoded sequence once
+        (``encoding.positions(longest)``) and passes each call its slice, so that an encoding with
+        random positions gives cached keys and later queries one consistent draw. Every decoder
+        token is real: no padding mask."""
         self.encoding.prepare(int(pos.max()) + 1, tokens.device)
         first = Site("decoder", 0, "self")
         past = cache[first]["pos"] if first in cache else pos[:0]

@@ -3,24 +3,33 @@
 The first bucket is in-distribution (ID) and must contain the training length range; every
 other bucket is out-of-distribution (OOD) and must start above the training maximum. Evaluation
 sets are drawn from a generator seeded by the card's ``eval_seed`` and the bucket alone, so they
-are identical for every encoding and every training seed.
+are identical for every encoding and every training seed. The ID validation set, scored during
+training (:mod:`pebench.train`), is drawn at the training lengths from its own seed
+(``split.validation_seed``); a real-data task takes it from its development set.
+
+Protocol versions: 1 trained every run for a fixed number of steps and scored teacher-forced;
+2 (:data:`PROTOCOL_VERSION`) trains until the ID validation score reaches ``training.target``
+(or the step cap), scores greedy outputs, and records every metric per length.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import types
+import typing
 from dataclasses import Field, dataclass, field, fields
 
 from .batching import packed_length
 from .decoding import DecodingConfig
-from .metrics import TEXT_METRICS
+from .metrics import EXAMPLE_METRICS, TEXT_METRICS
 from .model import ModelConfig
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
-TEACHER_FORCED_METRICS = ("exact_match", "token_accuracy")
-METRICS = (*TEACHER_FORCED_METRICS, *TEXT_METRICS)
+PROTOCOL_VERSION = 2
+METRICS = (*EXAMPLE_METRICS, *TEXT_METRICS)
+VALIDATION_EXAMPLES = 200
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,9 @@ class TrainingConfig:
         label_smoothing: cross-entropy label smoothing (Szegedy et al. 2016).
         length_grouped: draw 50 batches at a time, sort them by length and cut them into
             batches of similar lengths (less padding), in shuffled order.
+        eval_every: steps between two scorings of the ID validation set.
+        target: the ID validation score of the primary metric at which training stops (ID
+            competence); None: train for ``steps`` (the step cap) whatever the score.
     """
 
     steps: int = field(default=1000, metadata={"at_least": 1})  # metadata: the range a task card may set
@@ -49,6 +61,8 @@ class TrainingConfig:
     eval_batch_size: int = field(default=250, metadata={"at_least": 1})
     label_smoothing: float = field(default=0.0, metadata={"at_least": 0, "below": 1})
     length_grouped: bool = False
+    eval_every: int = field(default=100, metadata={"at_least": 1})
+    target: float | None = field(default=None, metadata={"above": 0})
 
 
 @dataclass
@@ -67,11 +81,13 @@ class Protocol:
     model: ModelConfig
     training: TrainingConfig
     decoding: DecodingConfig
+    validation_examples: int = VALIDATION_EXAMPLES
+    validation_seed: int = 0
 
     @property
-    def generates(self) -> bool:
-        """Whether evaluation decodes outputs (text metrics) rather than teacher-forcing."""
-        return _generates(self.metrics)
+    def text(self) -> bool:
+        """Whether outputs are scored as detokenized text (BLEU, chrF) rather than per example."""
+        return _is_text(self.metrics)
 
     def evaluation_sets(self) -> dict[LengthBucket, list[Example]]:
         """The fixed evaluation examples of every bucket.
@@ -88,21 +104,47 @@ class Protocol:
             raise ValueError(f"task '{self.name}': no evaluation example has a length in bucket(s) {', '.join(empty)}; change split.buckets")
         return sets
 
+    def validation_set(self) -> list[Example]:
+        """The ID validation examples: ``validation_examples`` at the training lengths, drawn
+        from ``validation_seed`` (:meth:`Task.validation_examples`).
+
+        Raises:
+            ValueError: if there is none.
+        """
+        examples = self.task.validation_examples(random.Random(f"{self.validation_seed}:validation"), self.train_lengths, self.validation_examples)
+        if not examples:
+            raise ValueError(f"task '{self.name}': no validation example has a length in {self.train_lengths.label}")
+        return examples
+
     def train_length(self) -> int:
         """The longest sequence (tokens, either stack) a training example can make."""
         source, target = self.task.longest_tokens(self.train_lengths.hi)
         return packed_length(Example((0,) * source, (0,) * target, self.train_lengths.hi), self.model.architecture)
 
+    def gold_length(self, example: Example) -> int:
+        """The longest sequence (tokens, either stack) the model reads for ``example`` when its
+        output is the target: the length an encoding plans for (RoPE scaling's factor)."""
+        return packed_length(example, self.model.architecture)
+
     def longest_sequence(self, example: Example) -> int:
         """The longest sequence (tokens, either stack) the model reads for ``example``,
-        decoding's length cap included."""
-        length = packed_length(example, self.model.architecture)
-        if self.generates:
-            length = max(length, self.decoding.max_output_length(len(example.source) + 1) + 1)
-        return length
+        decoding's length cap included: ``BOS source SEP`` and the capped output in a
+        decoder-only model; the source with EOS, or BOS and the capped output, in an
+        encoder-decoder."""
+        cap = self.decoding.max_output_length(len(example.source) + 1)  # the source's end marker counts
+        if self.model.architecture == "decoder":
+            return len(example.source) + 2 + cap
+        return max(packed_length(example, self.model.architecture), cap + 1)
 
 
-def _generates(metric_names) -> bool:
+SECTION_KEYS = {
+    "split": ("unit", "train", "buckets", "eval_examples", "eval_seed", "validation_examples", "validation_seed"),
+    "metrics": ("names", "primary"),
+    **{name: tuple(f.name for f in fields(cls)) for name, cls in (("model", ModelConfig), ("training", TrainingConfig), ("decoding", DecodingConfig))},
+}  # every key a task card may set, by section (a card's [params] are its task family's)
+
+
+def _is_text(metric_names) -> bool:
     return any(name in TEXT_METRICS for name in metric_names)
 
 
@@ -129,13 +171,36 @@ def _section(card: dict, name: str, cls):
     unknown = set(card.get(name, {})) - known
     if unknown:
         raise ValueError(f"task card '{card['name']}' [{name}] has unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    hints = typing.get_type_hints(cls)
     for spec in fields(cls):
         value = card.get(name, {}).get(spec.name, spec.default)
-        expected = (int, float) if isinstance(spec.default, float) else type(spec.default)
-        if isinstance(value, bool) != isinstance(spec.default, bool) or not isinstance(value, expected):
-            raise ValueError(f"{name}.{spec.name} must be of type {type(spec.default).__name__}; got {value!r}")
-        _check_range(f"{name}.{spec.name}", value, spec)
+        check_type(f"{name}.{spec.name}", value, hints[spec.name])
+        if value is not None:
+            _check_range(f"{name}.{spec.name}", value, spec)
     return cls(**card.get(name, {}))
+
+
+def check_type(key: str, value, hint) -> None:
+    """Raise ValueError naming ``key`` unless ``value`` has the annotated type ``hint``: ``int``
+    (not a bool), ``float`` (an int or a float, not a bool), ``bool``, ``str``, ``list``,
+    ``dict``, or a union of them (``float | None``). An annotation of another kind is not
+    checked."""
+    allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    kinds = [typing.get_origin(kind) or kind for kind in allowed]
+    if not all(kind in CHECKED_TYPES for kind in kinds):
+        return
+    if not any(_is_of(value, kind) for kind in kinds):
+        names = " or ".join("None" if kind is type(None) else kind.__name__ for kind in kinds)
+        raise ValueError(f"{key} must be of type {names}; got {value!r}")
+
+
+CHECKED_TYPES = (int, float, bool, str, list, dict, type(None))
+
+
+def _is_of(value, kind: type) -> bool:
+    if isinstance(value, bool):
+        return kind is bool
+    return isinstance(value, (int, float) if kind is float else kind)
 
 
 def _check_range(key: str, value, spec: Field) -> None:
@@ -144,7 +209,7 @@ def _check_range(key: str, value, spec: Field) -> None:
     bounds = spec.metadata
     if ("at_least" in bounds and value < bounds["at_least"]) or ("above" in bounds and value <= bounds["above"]) \
             or ("below" in bounds and value >= bounds["below"]):
-        kind = "an integer" if isinstance(spec.default, int) else "a number"
+        kind = "an integer" if isinstance(spec.default, int) and not isinstance(spec.default, bool) else "a number"
         limits = [f"{sign} {bounds[name]}" for name, sign in (("at_least", ">="), ("above", ">"), ("below", "<")) if name in bounds]
         raise ValueError(f"{key} must be {kind} {' and '.join(limits)}; got {value!r}")
 
@@ -176,14 +241,23 @@ def resolve(card: dict) -> Protocol:
     unknown = set(metrics["names"]) - set(METRICS)
     if unknown or metrics["primary"] not in metrics["names"]:
         raise ValueError(f"metrics must come from {METRICS} and include the primary; got {metrics}")
+    text = _is_text(metrics["names"])
+    if text and not set(metrics["names"]) <= set(TEXT_METRICS):
+        raise ValueError(f"metrics are either text metrics ({', '.join(TEXT_METRICS)}) or per-example ones ({', '.join(EXAMPLE_METRICS)}); got {metrics['names']}")
+    for key in ("eval_examples", "eval_seed", "validation_examples", "validation_seed"):
+        check_type(f"split.{key}", split.get(key, 0), int)
     if split["eval_examples"] < 0:
         raise ValueError(f"split.eval_examples must be at least 1 (or 0: every example of a fixed evaluation set); got {split['eval_examples']}")
+    if split.get("validation_examples", VALIDATION_EXAMPLES) < 1:
+        raise ValueError(f"split.validation_examples must be at least 1; got {split['validation_examples']}")
     model = _section(card, "model", ModelConfig)
-    generates = _generates(metrics["names"])
-    if generates and model.architecture != "encoder_decoder":
+    if text and model.architecture != "encoder_decoder":
         raise ValueError(f"text metrics ({', '.join(TEXT_METRICS)}) decode with an encoder-decoder; set model.architecture = \"encoder_decoder\"")
+    decoding = _section(card, "decoding", DecodingConfig)
+    if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
+        raise ValueError(f"decoding.strategy = \"beam\" decodes an encoder-decoder; this task's model is {model.architecture!r}: use \"greedy\"")
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
-    if generates and type(task).detokenize is Task.detokenize:
+    if text and type(task).detokenize is Task.detokenize:
         raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(TEXT_METRICS)}")
     return Protocol(
         name=card["name"],
@@ -197,5 +271,7 @@ def resolve(card: dict) -> Protocol:
         primary=metrics["primary"],
         model=model,
         training=_section(card, "training", TrainingConfig),
-        decoding=_section(card, "decoding", DecodingConfig),
+        decoding=decoding,
+        validation_examples=split.get("validation_examples", VALIDATION_EXAMPLES),
+        validation_seed=split.get("validation_seed", int(split["eval_seed"]) + 1),
     )

@@ -1,10 +1,15 @@
 """Run records: one JSON file per run, written atomically, loaded into pandas.
 
-Path: ``<results>/runs/<task>/<encoding>/seed<k>.json``; a run with ``--set`` overrides is
-another configuration and gets ``seed<k>-<hash>.json`` (hash of the overrides), so it never
-overwrites the card's own run. A record is written once, complete, through a temporary file in
-the same folder and ``os.replace``: a crash or kill leaves the old record or none, never half
-of one.
+Path: ``<results>/runs/<task>/<encoding>/seed<k>.json``; a run whose resolved settings differ
+from the cards' (``--set``) is another configuration and gets ``seed<k>-<hash>.json``, the hash
+of those settings (:func:`pebench.cards.changed_settings`), so it never overwrites the card's own
+run, and equal settings however spelled share one file. A record is written once, complete,
+through a temporary file in the same folder and ``os.replace``: a crash or kill leaves the old
+record or none, never half of one.
+
+Schema 2 (protocol 2, :mod:`pebench.protocol`) adds the ID validation curve and the stopping
+step (``training``), per-length scores in every bucket and the run's ID and OOD scores
+(``scores``). Records of schema 1 (protocol 1) are still read by the report, as protocol 1.
 """
 
 from __future__ import annotations
@@ -15,21 +20,22 @@ import math
 import os
 import subprocess
 import tempfile
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
+import jsonschema
 
 from . import __version__
-from .cards import overrides_hash
+from .cards import settings_hash
+from .protocol import PROTOCOL_VERSION
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
-def record_path(results: Path, task: str, encoding: str, seed: int, overrides: list[str]) -> Path:
-    suffix = f"-{overrides_hash(overrides)}" if overrides else ""
-    return Path(results) / "runs" / task / encoding / f"seed{seed}{suffix}.json"
+def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
+    """Where the record of a run with the changed ``settings`` lives."""
+    config = settings_hash(settings)
+    return Path(results) / "runs" / task / encoding / f"seed{seed}{'-' + config if config else ''}.json"
 
 
 @functools.cache
@@ -57,25 +63,36 @@ def json_safe(value):
     return value
 
 
-def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str]) -> dict:
-    """The header of a run record; the run fills in the rest."""
+def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict) -> dict:
+    """The header of a run record; the run fills in the rest. ``overrides`` are the user's
+    ``--set`` words as given, ``settings`` what they changed (the configuration's identity)."""
     return {
         "schema": SCHEMA_VERSION,
+        "protocol": PROTOCOL_VERSION,
         "pebench_version": __version__,
         "git_commit": git_commit(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "task": task_card,
         "encoding": encoding_card,
-        "overrides": sorted(overrides),
-        "config": overrides_hash(overrides) if overrides else "",
+        "overrides": list(overrides),
+        "settings": settings,
+        "config": settings_hash(settings),
         "seed": seed,
         "status": "running",
     }
 
 
 def write_record(path: Path, record: dict) -> None:
-    """Write ``record`` to ``path`` atomically (:func:`write_atomically`)."""
-    write_atomically(path, json.dumps(json_safe(record), indent=2, allow_nan=False) + "\n")  # fails before any file exists
+    """Write ``record`` to ``path`` atomically (:func:`write_atomically`).
+
+    Raises:
+        ValueError: for a successful run's record that breaks the record schema (nothing written).
+    """
+    text = json.dumps(json_safe(record), indent=2, allow_nan=False) + "\n"  # fails before any file exists
+    problem = record_problem(json.loads(text)) if record.get("status") == "ok" else None
+    if problem:
+        raise ValueError(f"pebench made a record that breaks its schema, {problem}; nothing was written to {path}")
+    write_atomically(path, text)
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -93,54 +110,65 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(file.name, path)
 
 
+def check_writable(results: Path) -> None:
+    """Raise ValueError unless run records can be written under ``<results>/runs`` (made when
+    missing), so that a run stops before training rather than lose its scores after it."""
+    runs = Path(results) / "runs"
+    try:
+        runs.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=runs, prefix=".write-check."):
+            pass
+    except OSError as error:
+        raise ValueError(f"cannot write run records under {runs}: {error.strerror or error}; choose another folder with --results") from None
+
+
 def is_complete(record: dict) -> bool:
-    """True for a finished, successful record of this schema with every bucket present."""
+    """True for a finished, successful record of this schema with every bucket and its scores."""
     return (
         record.get("schema") == SCHEMA_VERSION
         and record.get("status") == "ok"
+        and "scores" in record
         and len(record.get("buckets", [])) == len(record.get("task", {}).get("split", {}).get("buckets", [None]))
     )
 
 
-def load_records(results: Path) -> list[dict]:
-    """Every readable record under ``<results>/runs``; unreadable files are skipped with a warning."""
-    records = []
+def load_records(results: Path) -> tuple[list[dict], list[tuple[Path, str]]]:
+    """Every record under ``<results>/runs`` that can be read as a record, and the files skipped,
+    each with the reason (unreadable, not JSON, not a record, a failed run)."""
+    records, skipped = [], []
     for path in sorted(Path(results).glob("runs/*/*/*.json")):
         try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError) as error:
-            warnings.warn(f"pebench: skipping unreadable record {path}: {error}", RuntimeWarning, stacklevel=2)
-    return records
-
-
-def to_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per (successful run, bucket): task, encoding (with ``@<hash>`` for overridden
-    configurations), seed, bucket, lo, hi, in_distribution, n, the name of the task's primary
-    metric, the model's architecture, the length unit, the longest training length, each
-    metric's value and the encoding's parameter count (throughput comes from the benchmark,
-    :mod:`pebench.bench`, not from runs)."""
-    rows = []
-    for record in records:
-        if not is_complete(record):
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            skipped.append((path, f"unreadable: {error}"))
             continue
-        encoding = record["encoding"]["name"] + (f"@{record['config']}" if record.get("config") else "")
-        primary = record["task"]["metrics"]["primary"]
-        for bucket in record["buckets"]:
-            metrics = bucket["metrics"] or {}
-            rows.append({
-                "task": record["task"]["name"],
-                "encoding": encoding,
-                "seed": record["seed"],
-                "bucket": bucket["bucket"],
-                "lo": bucket["lo"],
-                "hi": bucket["hi"],
-                "in_distribution": bucket["in_distribution"],
-                "n": bucket["n"],
-                "primary_metric": primary,
-                "architecture": record["model"]["architecture"],
-                "unit": record["task"]["split"].get("unit", "tokens"),
-                "train_max": record["task"]["split"]["train"][1],
-                **{name: metrics.get(name, float("nan")) for name in record["task"]["metrics"]["names"]},
-                "encoding_parameters": record["parameters"]["encoding"],
-            })
-    return pd.DataFrame(rows)
+        problem = record_problem(record)
+        if problem:
+            skipped.append((path, problem))
+            continue
+        records.append(record)
+    return records, skipped
+
+
+def record_problem(record) -> str | None:
+    """Why ``record`` cannot be reported (None when it can): not an object, a failed or
+    unfinished run, a schema this pebench does not read, or a record that breaks its JSON
+    schema (``record.schema.json``; the first error, with where it is)."""
+    if not isinstance(record, dict):
+        return f"not a run record (a JSON {type(record).__name__})"
+    if record.get("status") != "ok":
+        error = record.get("error")
+        return f"status {record.get('status')!r}" + (f" ({error.get('type')}: {str(error.get('message'))[:120]})" if isinstance(error, dict) else "")
+    if record.get("schema") not in (1, SCHEMA_VERSION):
+        return f"schema {record.get('schema')!r}, not one this pebench reads (1 or {SCHEMA_VERSION})"
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(record))
+    if error is not None:
+        where = "/".join(map(str, error.absolute_path)) or "the record"
+        return f"not a valid record at {where}: {error.message[:200]}"
+    return None
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    schema = json.loads((Path(__file__).parent / "record.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema)

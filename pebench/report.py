@@ -1,73 +1,116 @@
 """Leaderboards from run records: per task and overall, as Markdown, CSV, LaTeX and HTML, with a
-plot of the primary metric against length per task.
+plot of the primary metric against length per task, and the validity section
+(:mod:`pebench.validity`).
 
-For every encoding (configuration) of a task, over its seeds, for the primary metric (and in
-smaller tables, for each other metric the task reports):
-- *ID score*: the metric on the in-distribution bucket;
-- each OOD bucket's value, and the *OOD score*: their mean, buckets weighted equally;
-- *extrapolation ratio*: mean OOD score / mean ID score;
+One table per task and task settings and protocol (:mod:`pebench.results`); one row per encoding
+configuration. For the primary metric (and, in smaller tables, each other metric):
+- *learned ID*: the runs that reached the ID validation target, of all runs (protocol 2); a task
+  without a target (wmt_long) counts every run;
+- *steps*: the median steps to the target over the runs that reached it;
+- *ID*: the ID score, mean over every run;
+- each OOD bucket and the *OOD* score (the mean over the OOD lengths, or the corpus score of the
+  OOD sentences: :mod:`pebench.evaluation`), mean over the runs that learned ID only: a model that
+  has not learned the training lengths says nothing about longer ones;
+- *OOD/ID*: OOD mean over ID mean (of the same runs);
 - throughput from the side-by-side benchmark (``pebench bench``, :mod:`pebench.bench`) at
   :data:`BENCH_LENGTH` tokens in the task's architecture: training tokens/s and the training and
-  evaluation step time relative to NoPE. Run wall times are not used: runs may have shared the
-  machine. Without a benchmark table, the columns are left out and the title says so;
+  evaluation step time relative to NoPE (run wall times are not used: runs may have shared the
+  machine);
 - the encoding's own parameter count.
-Scores are mean ± sample standard deviation over seeds; rows are sorted by OOD score.
+Every mean carries its 95% interval, ``mean ± t * s / sqrt(n)`` (Student's t with n - 1 degrees
+of freedom over the n runs; none for one run).
 
-The overall table ranks encodings within each task by OOD score of the primary metric (ties
-share the mean rank) and orders them by their mean rank over the tasks they ran.
+*Ranks*: within a task, an encoding is ranked when most of its runs learned ID (more than half),
+by its OOD mean over those runs (1 = best; ties share the mean rank); the others are listed
+below the ranked ones, marked, with no rank. The overall table orders encodings by their *mean
+reciprocal rank* over the tasks they ran (Kazemnejad et al. 2023, arXiv:2305.19466, sec. 4), a
+task where an encoding is not ranked counting 1/rank = 0, with a 95% bootstrap interval: 1,000
+resamples of each (task, encoding)'s runs with replacement, ranks and MRR recomputed in each,
+the 2.5th and 97.5th percentiles (seeded, so the table is the same on every machine). Only
+protocol 2 tables of the cards' own task settings enter the overall ranking.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 from tabulate import tabulate
 
-from .protocol import METRICS
+from .results import Tables, legend, tables
 
 BENCH_LENGTH = 256
 FORMATS = {"md": "github", "tex": "latex_booktabs", "html": "html"}
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
 
 
-def _per_run(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """One row per (encoding, seed): ID, OOD score and every bucket's value of ``metric``."""
-    keys = ["encoding", "seed"]
-    wide = frame.pivot_table(index=keys, columns="bucket", values=metric, aggfunc="first", dropna=False)
-    wide = wide.loc[pd.MultiIndex.from_frame(frame[keys].drop_duplicates())]  # only the runs that exist
-    ood_labels = list(dict.fromkeys(frame.loc[~frame.in_distribution, "bucket"]))
-    id_label = frame.loc[frame.in_distribution, "bucket"].iloc[0]
-    runs = pd.DataFrame({"ID": wide[id_label]})
-    for label in ood_labels:
-        runs[label] = wide[label]
-    runs["OOD"] = wide[ood_labels].mean(axis=1, skipna=False) if ood_labels else float("nan")
-    params = frame.groupby(keys)["encoding_parameters"].first()
-    return runs.join(params).reset_index()
+def interval(values) -> float:
+    """Half-width of the 95% Student-t interval of the mean of ``values`` (NaN below two)."""
+    values = pd.Series(values, dtype=float).dropna()
+    if len(values) < 2:
+        return float("nan")
+    return float(stats.t.ppf((1 + CONFIDENCE) / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
 
 
-def leaderboard(frame: pd.DataFrame, metric: str | None = None, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The numeric leaderboard of one task's rows of :func:`pebench.records.to_frame`, for
-    ``metric`` (default: the task's primary metric), with the benchmark's figures from
-    ``throughput`` (:func:`pebench.bench.load`) when given."""
-    runs = _per_run(frame, metric or frame["primary_metric"].iloc[0])
-    scores = [c for c in runs.columns if c not in ("encoding", "seed", "encoding_parameters")]
-    grouped = runs.groupby("encoding")
-    board = pd.DataFrame({"seeds": grouped.size()})
-    for column in scores:
-        board[f"{column} mean"] = grouped[column].mean()
-        board[f"{column} std"] = grouped[column].std()
-    board["OOD/ID"] = board["OOD mean"] / board["ID mean"].where(board["ID mean"] > 0)
+def ranked(learned: pd.Series) -> bool:
+    """Whether an encoding's runs count on a task: more than half learned ID (True), or the
+    task has no target (None for every run)."""
+    if learned.isna().all():
+        return True
+    return bool(learned.fillna(False).astype(bool).sum() * 2 > len(learned))
+
+
+def _counted(runs: pd.DataFrame) -> pd.Series:
+    """The runs whose OOD scores count: those that learned ID, or every run without a target."""
+    return runs["learned"].isna() | runs["learned"].fillna(False).astype(bool)
+
+
+def _wide(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """One row per run of ``runs``: the value of ``metric`` at ID, each bucket, OOD."""
+    scores = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric)]
+    order = scores.drop_duplicates("where").sort_values("order")["where"].tolist()
+    wide = scores.pivot_table(index="run", columns="where", values="value", aggfunc="first", dropna=False)
+    return wide.reindex(index=runs.run, columns=order).astype(float)
+
+
+def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The numeric leaderboard of one table's ``runs`` for ``metric``: per encoding, runs,
+    learned, median steps to target, ``<column> mean`` and ``<column> ci`` (interval half-width)
+    for ID, every bucket and OOD, OOD/ID, rank (NaN: not ranked), throughput and PE params."""
+    wide = _wide(table, runs, metric)
+    ood_columns = [c for c in wide.columns if c not in ("ID", "OOD")][1:]  # the first bucket is ID
+    rows = []
+    for encoding, group in runs.groupby("encoding", sort=True):
+        values, counted = wide.loc[group.run], _counted(group).to_numpy()
+        row = {"encoding": encoding, "runs": len(group), "learned": int(group["learned"].fillna(False).astype(bool).sum()),
+               "target": group["target"].iloc[0], "ranked": ranked(group["learned"]),
+               "steps": group.loc[group["steps_to_target"].notna(), "steps_to_target"].median(),
+               "ID mean": values["ID"].mean(), "ID ci": interval(values["ID"])}
+        for column in [*ood_columns, "OOD"]:
+            row[f"{column} mean"] = values[column][counted].mean() if counted.any() else float("nan")
+            row[f"{column} ci"] = interval(values[column][counted])
+        row["OOD/ID"] = row["OOD mean"] / values["ID"][counted].mean() if counted.any() and values["ID"][counted].mean() > 0 else float("nan")
+        row["PE params"] = group["encoding_parameters"].iloc[0]
+        rows.append(row)
+    board = pd.DataFrame(rows)
+    protocol2 = runs["protocol"].iloc[0] == 2
+    scored = board["ranked"] & board["OOD mean"].notna() & protocol2
+    board["rank"] = board["OOD mean"].where(scored).rank(ascending=False, method="average")
     if throughput is not None:
-        board = board.join(bench_columns(throughput, frame["architecture"].iloc[0]))
-    board["PE params"] = grouped["encoding_parameters"].first()
-    return board.sort_values(["OOD mean", "ID mean"], ascending=False).reset_index()
+        board = board.join(bench_columns(throughput, runs["architecture"].iloc[0]), on="encoding")
+    return board.sort_values(["rank", "OOD mean", "ID mean"], ascending=[True, False, False], na_position="last").reset_index(drop=True)
 
 
 def bench_columns(throughput: pd.DataFrame, architecture: str) -> pd.DataFrame:
     """The benchmark's pebench rows at :data:`BENCH_LENGTH` in ``architecture``, indexed by
     encoding card: training tokens/s, training and evaluation step time over NoPE's. A
-    configuration run with overrides
-    (``name@hash``) has no row of its own."""
+    configuration run with other settings (``name@hash``) has no row of its own."""
     rows = throughput[(throughput.implementation == "pebench") & (throughput.architecture == architecture) & (throughput.length == BENCH_LENGTH)]
     rows = rows.set_index("contender")
     return pd.DataFrame({
@@ -77,105 +120,173 @@ def bench_columns(throughput: pd.DataFrame, architecture: str) -> pd.DataFrame:
     })
 
 
-def _mean_std(mean: float, std: float) -> str:
+def _mean_ci(mean: float, half_width: float, digits: int) -> str:
     if pd.isna(mean):
         return "—"
-    return f"{mean:.3f}" if pd.isna(std) else f"{mean:.3f} ± {std:.3f}"
+    return f"{mean:.{digits}f}" if pd.isna(half_width) else f"{mean:.{digits}f} ± {half_width:.{digits}f}"
 
 
 def _number(value, pattern: str) -> str:
     return "—" if pd.isna(value) else format(value, pattern)
 
 
-def display(board: pd.DataFrame) -> pd.DataFrame:
-    """The leaderboard with scores as ``mean ± std`` strings, for printing."""
-    shown = pd.DataFrame({"encoding": board["encoding"]})
+def display(board: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The leaderboard as strings, for printing: scores as ``mean ± 95% half-width``."""
+    shown = pd.DataFrame({"rank": board["rank"].map(lambda v: _number(v, "g")), "encoding": board["encoding"]})
+    has_target = board["target"].notna().any()
+    if has_target:
+        shown["learned ID"] = [f"{learned}/{runs}" + ("" if rank else " (not ranked)") for learned, runs, rank in zip(board["learned"], board["runs"], board["ranked"])]
+        shown["steps"] = board["steps"].map(lambda v: _number(v, ",.0f"))
     for column in board.columns:
         if column.endswith(" mean"):
             name = column[: -len(" mean")]
-            shown[name] = [_mean_std(m, s) for m, s in zip(board[column], board[f"{name} std"])]
+            shown[name] = [_mean_ci(m, c, digits) for m, c in zip(board[column], board[f"{name} ci"])]
     shown["OOD/ID"] = board["OOD/ID"].map(lambda v: _number(v, ".3f"))
     if "train tok/s" in board:
         shown["train tok/s"] = board["train tok/s"].map(lambda v: _number(v, ",.0f"))
         shown["train step vs NoPE"] = board["train step vs NoPE"].map(lambda v: _number(v, ".2f"))
         shown["eval step vs NoPE"] = board["eval step vs NoPE"].map(lambda v: _number(v, ".2f"))
     shown["PE params"] = board["PE params"].map(lambda v: f"{v:,}")
-    shown["seeds"] = board["seeds"]
+    shown["runs"] = board["runs"]
     return shown
 
 
-def metrics_of(frame: pd.DataFrame) -> list[str]:
-    """The task's primary metric, then its other metrics present in the records."""
-    primary = frame["primary_metric"].iloc[0]
-    return [primary] + [m for m in METRICS if m != primary and m in frame.columns and frame[m].notna().any()]
+def metrics_of(runs: pd.DataFrame) -> list[str]:
+    """The table's primary metric, then its other metrics."""
+    primary = runs["primary"].iloc[0]
+    return [primary, *[m for m in runs["metrics"].iloc[0] if m != primary]]
 
 
 def _table(shown: pd.DataFrame, table_format: str) -> str:
     return tabulate(shown, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
 
 
-def render(task: str, frame: pd.DataFrame, table_format: str, throughput: pd.DataFrame | None = None) -> str:
-    """A task's titled leaderboards in a tabulate format ("github", "simple", "latex_booktabs",
-    "html"): the primary metric with throughput, then each other metric's scores."""
-    id_label = frame.loc[frame.in_distribution, "bucket"].iloc[0]
-    sizes = ", ".join(f"{bucket} n={n}" for bucket, n in frame.groupby("bucket", sort=False)["n"].first().items())
-    architecture = frame["architecture"].iloc[0]
+def _title(name: str, table: Tables, runs: pd.DataFrame, metric: str) -> str:
+    """What the table shows: metric, protocol, ID bucket, bucket sizes, the interval, the rule."""
+    first = runs.run.iloc[0]
+    buckets = table.scores[(table.scores.run == first) & (table.scores.order >= 2)].drop_duplicates("where")
+    protocol = runs["protocol"].iloc[0]
+    sizes = ", ".join(buckets["where"])
+    target = runs["target"].iloc[0]
+    if protocol == 1:
+        rule = "protocol 1: fixed budget, teacher-forced scores, OOD = mean of the OOD buckets; not ranked"
+    elif pd.isna(target):
+        rule = "no ID target: every run counts"
+    else:
+        rule = f"ID target {target:g} on the ID validation set; OOD over the runs that learned ID"
+    return f"{name}: {metric} (ID = {buckets['where'].iloc[0]}; buckets {sizes}), mean ± 95% interval over runs; {rule}"
+
+
+def render(name: str, table: Tables, runs: pd.DataFrame, table_format: str, throughput: pd.DataFrame | None = None) -> str:
+    """A table's titled leaderboards in a tabulate format ("github", "simple",
+    "latex_booktabs", "html"): the primary metric with throughput, then each other metric."""
+    architecture = runs["architecture"].iloc[0]
     speed = (f"throughput: pebench bench, {architecture} at {BENCH_LENGTH} tokens" if throughput is not None
              else "throughput: no benchmark table (run `pebench bench`)")
     parts = []
-    for index, metric in enumerate(metrics_of(frame)):
-        shown = display(leaderboard(frame, metric, throughput if index == 0 else None))
-        title = f"{task}: {metric} per length bucket (ID = {id_label}; {sizes}), mean ± std over seeds"
-        parts.append(f"{title}{'; ' + speed if index == 0 else ''}\n\n{_table(shown, table_format)}\n")
+    for index, metric in enumerate(metrics_of(runs)):
+        board = leaderboard(table, runs, metric, throughput if index == 0 else None)
+        shown = display(board, 2 if metric in ("bleu", "chrf") else 3)
+        if index:
+            shown = shown.drop(columns=[c for c in ("rank", "learned ID", "steps") if c in shown])
+        parts.append(f"{_title(name, table, runs, metric)}{'; ' + speed if index == 0 else ''}\n\n{_table(shown, table_format)}\n")
     return "\n".join(parts)
 
 
-def overall(frame: pd.DataFrame) -> pd.DataFrame:
-    """Encodings ranked within each task by the primary metric's OOD score (1 = best; no score,
-    e.g. an unrepresentable bucket, ranks last), with their mean rank over the tasks they ran;
-    sorted by mean rank."""
-    ranks = {}
-    for task, rows in sorted(frame.groupby("task")):
-        board = leaderboard(rows).set_index("encoding")
-        ranks[task] = board["OOD mean"].rank(ascending=False, method="average", na_option="bottom")
-    table = pd.DataFrame(ranks)
-    table.insert(0, "mean rank", table.mean(axis=1))
-    table.insert(1, "tasks", table.drop(columns="mean rank").notna().sum(axis=1))
-    return table.sort_values(["mean rank", "tasks"], ascending=[True, False]).rename_axis("encoding").reset_index()
+def _reciprocal_ranks(scores: np.ndarray) -> np.ndarray:
+    """scores ``[..., encodings]`` (NaN: not ranked) -> 1 / rank among the ranked (higher score
+    first, ties sharing the mean rank), 0 where not ranked."""
+    ranks = stats.rankdata(np.where(np.isnan(scores), np.inf, -scores), method="average", axis=-1)
+    return np.where(np.isnan(scores), 0.0, 1.0 / ranks)
+
+
+def _cell_scores(runs: pd.DataFrame, ood: pd.Series, resamples: np.ndarray | None) -> np.ndarray:
+    """An encoding's task score: OOD mean over its counted runs when ranked, else NaN; with
+    ``resamples`` ``[B, n]`` (indices into its runs), one score per resample ``[B]``."""
+    counted, values = _counted(runs).to_numpy(), ood.to_numpy(dtype=float)
+    no_target = runs["learned"].isna().all()
+    index = np.arange(len(runs))[None] if resamples is None else resamples
+    chosen, value = counted[index], values[index]
+    kept = chosen.sum(axis=1)
+    mean = np.where(kept > 0, np.nansum(np.where(chosen, value, 0), axis=1) / np.maximum(kept, 1), np.nan)
+    majority = np.ones_like(kept, dtype=bool) if no_target else kept * 2 > len(runs)
+    return np.where(majority, mean, np.nan)
+
+
+def overall(table: Tables) -> pd.DataFrame:
+    """Encodings by mean reciprocal rank over the protocol 2 tasks of the cards' own settings
+    (see the module docstring): MRR, its 95% bootstrap interval, tasks ranked on of tasks run,
+    and the rank in each task (NaN: not ranked there; absent: not run)."""
+    runs = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    encodings = sorted(runs.encoding.unique())
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    point, samples, ranks, ran = {}, {}, {}, {}
+    for task, task_runs in sorted(runs.groupby("task")):
+        primary = task_runs["primary"].iloc[0]
+        ood = _wide(table, task_runs, primary)["OOD"]
+        cells = {e: g for e, g in task_runs.groupby("encoding")}
+        point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], None)[0] if e in cells else np.nan for e in encodings])
+        boot = np.stack([_cell_scores(cells[e], ood.loc[cells[e].run], rng.integers(0, len(cells[e]), (BOOTSTRAP_RESAMPLES, len(cells[e]))))
+                         if e in cells else np.full(BOOTSTRAP_RESAMPLES, np.nan) for e in encodings], axis=1)  # [B, encodings]
+        point[task], samples[task] = _reciprocal_ranks(point_scores), _reciprocal_ranks(boot)
+        ranks[task] = pd.Series(stats.rankdata(-point_scores[~np.isnan(point_scores)], method="average"),
+                                index=np.array(encodings)[~np.isnan(point_scores)])
+        ran[task] = np.array([e in cells for e in encodings])
+    if not point:
+        return pd.DataFrame(columns=["encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run"])
+    ran_matrix = np.stack([ran[t] for t in point], axis=1)  # [encodings, tasks]
+    runs_on = ran_matrix.sum(axis=1)
+    mrr = (np.stack([point[t] for t in point], axis=1) * ran_matrix).sum(axis=1) / np.maximum(runs_on, 1)
+    boot_mrr = (np.stack([samples[t] for t in point], axis=2) * ran_matrix[None]).sum(axis=2) / np.maximum(runs_on, 1)  # [B, encodings]
+    result = pd.DataFrame({
+        "encoding": encodings, "MRR": mrr,
+        "MRR low": np.percentile(boot_mrr, 100 * (1 - CONFIDENCE) / 2, axis=0),
+        "MRR high": np.percentile(boot_mrr, 100 * (1 + CONFIDENCE) / 2, axis=0),
+        "tasks ranked": [int(sum(e in ranks[t].index for t in point)) for e in encodings], "tasks run": runs_on,
+    })
+    for task in point:
+        result[task] = [ranks[task].get(e, np.nan) if r else None for e, r in zip(encodings, ran[task])]
+    return result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
 
 
 def display_overall(table: pd.DataFrame) -> pd.DataFrame:
-    shown = table.copy()
-    for column in shown.columns[1:]:
-        if column != "tasks":
-            shown[column] = shown[column].map(lambda v: _number(v, ".2f" if column == "mean rank" else "g"))
+    shown = pd.DataFrame({"encoding": table["encoding"], "MRR": table["MRR"].map(lambda v: f"{v:.3f}"),
+                          "95% interval": [f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(table["MRR low"], table["MRR high"])],
+                          "tasks ranked": [f"{r}/{n}" for r, n in zip(table["tasks ranked"], table["tasks run"])]})
+    for task in table.columns[6:]:
+        shown[task] = table[task].map(lambda v: "" if v is None else "—" if pd.isna(v) else format(v, "g"))
     return shown
 
 
-def plot(task: str, frame: pd.DataFrame, path: Path) -> None:
-    """PNG of the primary metric against sequence length, one line per encoding (mean over
-    seeds, ± std band), each bucket at its midpoint (an open last bucket at 1.25x its lower
-    edge), the longest training length (the card's ``split.train`` maximum) marked."""
+OVERALL_TITLE = ("Overall: mean reciprocal rank over tasks (Kazemnejad et al. 2023) of the OOD score of each task's primary metric, "
+                 "95% bootstrap interval over seeds; per task, the rank (— : not ranked, most runs did not learn ID; blank: not run)")
+
+
+def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of the primary metric against length, one line per encoding: mean over runs with its
+    95% interval as a band, per length (per bucket, at its midpoint, for text metrics); the
+    training lengths shaded; encodings not ranked (most runs did not learn ID) dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metric = frame["primary_metric"].iloc[0]
-    frame = frame.assign(hi=pd.to_numeric(frame["hi"], errors="coerce").fillna(float("inf")))  # open last bucket
-    x_of = lambda lo, hi: (lo + hi) / 2 if hi != float("inf") else 1.25 * lo  # noqa: E731
+    metric = runs["primary"].iloc[0]
+    points = _plot_points(table, runs, metric)
     figure, axes = plt.subplots(figsize=(9, 4.8), dpi=100)
     colors = plt.get_cmap("tab20").colors
-    summary = frame.groupby(["encoding", "lo", "hi"], sort=True)[metric].agg(["mean", "std"]).reset_index()
-    for index, (encoding, rows) in enumerate(summary.groupby("encoding", sort=True)):
-        x = [x_of(lo, hi) for lo, hi in zip(rows.lo, rows.hi)]
+    for index, (encoding, group) in enumerate(runs.groupby("encoding", sort=True)):
+        values = points[points.run.isin(group.run)].groupby("x")["value"]
+        mean, half = values.mean(), values.agg(interval).fillna(0)
         color = colors[index % len(colors)]
-        axes.plot(x, rows["mean"], marker="o", markersize=3, label=encoding, color=color)
-        axes.fill_between(x, rows["mean"] - rows["std"].fillna(0), rows["mean"] + rows["std"].fillna(0), color=color, alpha=0.15, linewidth=0)
-    train_max = frame["train_max"].iloc[0]
-    axes.axvline(train_max, color="black", linestyle="--", linewidth=1, label=f"training maximum ({train_max:g})")
-    axes.set(xlabel=f"length ({frame['unit'].iloc[0]}; bucket midpoints)", ylabel=metric,
-             title=f"{task}: {metric} against length (mean ± std over seeds)")
+        style = "-" if ranked(group["learned"]) else "--"
+        axes.plot(mean.index, mean, style, marker="o", markersize=2, linewidth=1.2, label=encoding, color=color)
+        axes.fill_between(mean.index, mean - half, mean + half, color=color, alpha=0.12, linewidth=0)
+    lo, hi = runs["train_lo"].iloc[0], runs["train_hi"].iloc[0]
+    axes.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, label=f"training lengths ({lo}-{hi})")
+    per = "bucket midpoints" if metric in ("bleu", "chrf") else "per length"
+    axes.set(xlabel=f"length ({runs['unit'].iloc[0]}; {per})", ylabel=metric,
+             title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)")
     axes.set_ylim(bottom=0)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -184,24 +295,81 @@ def plot(task: str, frame: pd.DataFrame, path: Path) -> None:
     plt.close(figure)
 
 
-def write_reports(frame: pd.DataFrame, out: Path, throughput: pd.DataFrame | None = None) -> dict[str, str]:
-    """Write, for every task, ``<out>/<task>.{md,tex,html}`` (the rendered leaderboards),
-    ``<task>.csv`` (every metric, a ``metric`` column) and ``<task>.png``; and
-    ``overall.{md,tex,html,csv}``. Return the terminal rendering of each table."""
-    out.mkdir(parents=True, exist_ok=True)
-    printed = {}
-    for task, rows in frame.groupby("task", sort=True):
-        for suffix, table_format in FORMATS.items():
-            (out / f"{task}.{suffix}").write_text(("## " if suffix == "md" else "") + render(task, rows, table_format, throughput))
-        boards = [leaderboard(rows, metric, throughput if i == 0 else None).assign(metric=metric) for i, metric in enumerate(metrics_of(rows))]
-        table = pd.concat(boards, ignore_index=True)
-        table[["metric", *table.columns[:-1]]].to_csv(out / f"{task}.csv", index=False, float_format="%.6g")
-        plot(task, rows, out / f"{task}.png")
-        printed[task] = render(task, rows, "simple", throughput)
-    ranking = overall(frame)
-    title = "Overall: rank within each task by OOD score of its primary metric (1 = best), mean over tasks\n\n"
-    for suffix, table_format in FORMATS.items():
-        (out / f"overall.{suffix}").write_text(title + _table(display_overall(ranking), table_format) + "\n")
-    ranking.to_csv(out / "overall.csv", index=False, float_format="%.6g")
-    printed["overall"] = title + _table(display_overall(ranking), "simple") + "\n"
+def _plot_points(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """(run, x, value) of ``metric``: per length where recorded, else per bucket midpoint (an
+    open last bucket at 1.25x its lower edge)."""
+    lengths = table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)]
+    if metric not in ("bleu", "chrf") and not lengths.empty:
+        return lengths.rename(columns={"length": "x"})[["run", "x", "value"]].astype({"value": float})
+    buckets = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric) & (table.scores.order >= 2)]
+    x = [(lo + hi) / 2 if hi != float("inf") else 1.25 * lo for lo, hi in zip(buckets["lo"], buckets["hi"])]
+    return pd.DataFrame({"run": buckets["run"], "x": x, "value": buckets["value"].astype(float)})
+
+
+def report_name(runs: pd.DataFrame) -> str:
+    """The file name of a table: its task label, ``.protocol1`` for protocol 1 records."""
+    return runs["table"].iloc[0] + (".protocol1" if runs["protocol"].iloc[0] == 1 else "")
+
+
+def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | None = None) -> dict[str, str]:
+    """Write, for every table, ``<out>/<name>.{md,tex,html}`` (the rendered leaderboards),
+    ``<name>.csv`` (every metric, a ``metric`` column) and ``<name>.png``; ``overall.*``; the
+    legend of configuration labels (``legend.md``) when there are any; and the validity
+    section (``validity.md``). All or nothing: the files are made in a folder beside ``out``
+    that replaces it whole, so a failure leaves the last report as it was. Returns the terminal
+    rendering of each table.
+
+    Raises:
+        ValueError: if no record is a successful run.
+    """
+    from .validity import validity_section
+
+    table = tables(records)
+    if table.runs.empty:
+        raise ValueError("no successful run among the records")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        printed = _write_all(table, records, staging, throughput)
+        (staging / "validity.md").write_text(validity_section(table))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _replace_folder(staging, out)
     return printed
+
+
+def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.DataFrame | None) -> dict[str, str]:
+    printed = {}
+    for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != 2, item[0][0])):
+        name = report_name(runs)
+        for suffix, table_format in FORMATS.items():
+            (out / f"{name}.{suffix}").write_text(("## " if suffix == "md" else "") + render(name, table, runs, table_format, throughput))
+        boards = [leaderboard(table, runs, metric, throughput if i == 0 else None).assign(metric=metric) for i, metric in enumerate(metrics_of(runs))]
+        frame = pd.concat(boards, ignore_index=True)
+        frame[["metric", *frame.columns[:-1]]].to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
+        plot(name, table, runs, out / f"{name}.png")
+        printed[name] = render(name, table, runs, "simple", throughput)
+    ranking = overall(table)
+    if not ranking.empty:
+        for suffix, table_format in FORMATS.items():
+            (out / f"overall.{suffix}").write_text(OVERALL_TITLE + "\n\n" + _table(display_overall(ranking), table_format) + "\n")
+        ranking.to_csv(out / "overall.csv", index=False, float_format="%.6g")
+        printed["overall"] = OVERALL_TITLE + "\n\n" + _table(display_overall(ranking), "simple") + "\n"
+    labels = legend(records)
+    if labels:
+        rows = [[label, ", ".join(f"{key}={value}" for key, value in settings.items())] for label, settings in labels.items()]
+        (out / "legend.md").write_text("Configuration labels: the settings that differ from the cards\n\n" + tabulate(rows, ["label", "settings"], tablefmt="github") + "\n")
+        printed["legend"] = tabulate(rows, ["label", "settings"])
+    return printed
+
+
+def _replace_folder(new: Path, out: Path) -> None:
+    """Put the folder ``new`` at ``out``, moving the old one aside first and removing it after."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+        out.rename(old / out.name)
+    new.rename(out)
+    if old is not None:
+        shutil.rmtree(old)

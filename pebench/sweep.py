@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from . import execution
 from .execution import Planned
-from .records import is_complete, new_record, write_record
+from .records import is_complete, write_record
 
 @dataclass
 class Cell:
@@ -132,7 +132,7 @@ def _run_cell(planned: Planned, device: torch.device, progress: bool) -> dict:
     try:
         setup, data_seconds = execution.prepare(planned)
     except Exception as error:  # recorded, so the sweep goes on; Ctrl-C and Stop pass
-        record = execution.record_failure(new_record(planned.task, planned.encoding, planned.seed, planned.overrides), error)
+        record = execution.record_failure(planned.new_record(), error)
         write_record(planned.path, record)
         return record
     return execution.execute(planned, setup, device, progress, data_seconds)

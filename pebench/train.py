@@ -1,17 +1,18 @@
-"""One run: build the model, train on the short lengths, evaluate every length bucket.
+"""One run: build the model, train on the short lengths until ID competence, evaluate every
+length bucket.
 
-Evaluation is teacher-forced: each target token is predicted from the gold prefix.
-*Exact match* is the fraction of examples whose every target token (and EOS) is the argmax;
-this equals the exact match of greedy decoding, since greedy decoding reproduces the target iff
-every step's argmax given the gold prefix is the gold token. *Token accuracy* is the fraction of
-target tokens (EOS included) predicted correctly, pooled over the bucket.
+Training stops when the ID validation score of the card's primary metric reaches
+``training.target`` (scored every ``training.eval_every`` steps and at the step cap), or at the
+step cap ``training.steps``; the record keeps the validation curve, ``steps_to_target`` (None
+when the target was not reached, or the card sets none) and the step it stopped at. The OOD
+buckets are scored on the model as it stopped (:mod:`pebench.evaluation`).
 
-Tasks scored on text (BLEU, chrF) are instead decoded (:mod:`pebench.decoding`) and the
-detokenized outputs scored with sacrebleu per bucket and over the whole evaluation set.
+A training loss or a score that is not finite (NaN, inf) stops the run with
+:class:`NonFiniteError`, naming the step or bucket and the value, which the run's record stores
+as its failure: no score is kept from a diverged model.
 
 Throughput is non-padding input tokens per second: training over the steps after the first
-``TIMING_WARMUP_STEPS`` (or half the steps of a shorter run), evaluation over the forward passes after one warm-up pass (for
-decoded tasks: source plus generated tokens per second of decoding).
+``TIMING_WARMUP_STEPS`` (or half the steps of a shorter run), validation excluded.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import platform
 import random
 import resource
 import time
+import typing
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
@@ -30,11 +32,11 @@ from torch import nn
 from tqdm import tqdm
 
 from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
-from .decoding import generate
-from .encodings.base import Geometry, PositionalEncoding, PositionLimitError
-from .metrics import text_scores
-from .model import PAD, Transformer
-from .protocol import Protocol
+from .devices import autocast, sync_device
+from .encodings.base import Geometry, PositionalEncoding
+from .evaluation import evaluate, validate
+from .model import Transformer
+from .protocol import Protocol, check_type
 from .registry import ENCODINGS, plugin
 from .tasks.base import Example, LengthBucket
 
@@ -42,22 +44,8 @@ TIMING_WARMUP_STEPS = 10
 GROUPED_BATCHES = 50
 
 
-def resolve_device(device: str) -> torch.device:
-    """``"auto"`` is CUDA when available, else CPU."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-def autocast(device: torch.device) -> torch.autocast:
-    """bf16 autocast on CUDA, for training and evaluation alike; a no-op on other devices."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
-
-
-def sync_device(device: torch.device) -> None:
-    """Wait for the device's queued work (CUDA), so that wall-clock timings are honest."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+class NonFiniteError(ArithmeticError):
+    """A loss or score that is not a finite number: the run has diverged."""
 
 
 def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_length: int | None = None) -> Transformer:
@@ -83,10 +71,23 @@ def build_encoding(encoding_card: dict, geometry: Geometry) -> PositionalEncodin
     described = f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' ({cls.__name__}); its parameters: {', '.join(accepted) or 'none'}"
     if unknown and not takes_any:
         raise ValueError(f"no parameter {', '.join(map(repr, unknown))} in {described}")
+    hints = _annotations(cls)
+    for name, value in encoding_card["params"].items():
+        if name in hints:
+            check_type(f"encoding.{name}", value, hints[name])
     try:
         return cls(geometry, **encoding_card["params"])
     except (TypeError, ValueError) as error:
         raise type(error)(f"{error} (in {described}; set with --set encoding.NAME=VALUE)") from error
+
+
+def _annotations(cls: type) -> dict:
+    """The constructor's parameter annotations, resolved ({} when they cannot be: the types of
+    such a plugin's parameters are then not checked)."""
+    try:
+        return typing.get_type_hints(cls.__init__)
+    except Exception:  # a plugin's annotation naming something its module does not import
+        return {}
 
 
 def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
@@ -118,14 +119,31 @@ def training_batches(protocol: Protocol, rng: random.Random) -> Iterator[list[Ex
         yield from batches
 
 
-def train(model: Transformer, protocol: Protocol, seed: int, device: torch.device, progress: bool = True) -> dict:
-    """Train ``model`` on the protocol's training lengths. Returns the record's ``training`` part."""
+def finite(value: float, what: str) -> float:
+    """``value``, or NonFiniteError naming ``what`` when it is NaN or infinite."""
+    if not math.isfinite(value):
+        raise NonFiniteError(f"{what} is {value}: the run diverged (lower training.lr, or check the encoding's parameters)")
+    return value
+
+
+def train(model: Transformer, protocol: Protocol, seed: int, device: torch.device, validation: list[Example],
+          progress: bool = True) -> dict:
+    """Train ``model`` on the protocol's training lengths until the ID validation target or the
+    step cap. Returns the record's ``training`` part: steps run, the cap, the target,
+    ``steps_to_target``, the curve (per validation: the step, the mean training loss since the
+    one before, the validation scores), wall seconds (validation included, and apart),
+    tokens/s, final loss and peak memory.
+
+    Raises:
+        NonFiniteError: when the loss or a validation score is not finite.
+    """
     config = protocol.training
     batches = training_batches(protocol, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps))
     model.train()
-    losses, timed_tokens, timed_seconds = [], 0, 0.0
+    losses, curve, timed_tokens, timed_seconds, validation_seconds = [], [], 0, 0.0, 0.0
+    steps_to_target = None
     warmup = min(TIMING_WARMUP_STEPS, config.steps // 2)
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=not progress, leave=False)
@@ -143,15 +161,33 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
         if step >= warmup:
             timed_tokens += batch.num_tokens
             timed_seconds += time.perf_counter() - tick
-        losses.append(loss.item())
-        if step % 20 == 0:
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        losses.append(finite(loss.item(), f"the training loss at step {step + 1}"))
+        if (step + 1) % config.eval_every and step + 1 < config.steps:
+            continue
+        tick = time.perf_counter()
+        scores = validate(model, protocol, validation, device)
+        model.train()
+        validation_seconds += time.perf_counter() - tick
+        for name, value in scores.items():
+            if value is not None:
+                finite(value, f"the validation {name} at step {step + 1}")
+        window = losses[(curve[-1]["step"] if curve else 0) :]
+        curve.append({"step": step + 1, "loss": round(sum(window) / len(window), 5), "validation": scores})
+        bar.set_postfix(loss=f"{curve[-1]['loss']:.3f}", validation=scores[protocol.primary])
+        if config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target:
+            steps_to_target = step + 1
+            break
     tail = losses[-max(1, len(losses) // 20) :]
     return {
-        "steps": config.steps,
+        "steps": len(losses),
+        "step_cap": config.steps,
+        "target": config.target,
+        "steps_to_target": steps_to_target,
         "wall_seconds": round(time.perf_counter() - start, 2),
+        "validation_seconds": round(validation_seconds, 2),
         "tokens_per_second": round(timed_tokens / timed_seconds, 1) if timed_seconds else None,
         "final_loss": round(sum(tail) / len(tail), 5),
+        "curve": curve,
         **_peak_memory(device),
     }
 
@@ -163,140 +199,56 @@ def _peak_memory(device: torch.device) -> dict:
     return {"peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20, 1), "memory_kind": "process_peak_rss"}
 
 
-@torch.no_grad()
-def evaluate_bucket(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> dict:
-    """Teacher-forced metrics and evaluation throughput on one bucket's examples."""
-    model.eval()
-    size = protocol.training.eval_batch_size
-    batches = [pack(examples[i : i + size], protocol.model.architecture).to(device) for i in range(0, len(examples), size)]
-    with autocast(device):
-        model(batches[0].tokens, batches[0].source)  # warm-up (and FLOATER's cached solve)
-    exact, correct_tokens, tokens, seconds = 0, 0, 0, 0.0
-    for batch in batches:
-        sync_device(device)
-        tick = time.perf_counter()
-        with autocast(device):
-            predictions = model(batch.tokens, batch.source).argmax(-1)
-        sync_device(device)
-        seconds += time.perf_counter() - tick
-        scored = batch.labels != IGNORE
-        hits = (predictions == batch.labels) & scored
-        exact += int((hits | ~scored).all(dim=1).sum())
-        correct_tokens += int(hits.sum())
-        tokens += batch.num_tokens
-    metrics = {"exact_match": exact / len(examples), "token_accuracy": correct_tokens / sum(b.num_targets for b in batches)}
-    return {"metrics": {name: round(metrics[name], 5) for name in protocol.metrics}, "eval_tokens_per_second": round(tokens / seconds, 1)}
-
-
-def _bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, examples: list[Example]) -> dict:
-    """The bucket's identity in the record. Lets the encoding plan for the bucket's longest
-    sequence (e.g. switch RoPE scaling on) and records the plan when there is one."""
-    entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
-    state = model.encoding.plan(max(protocol.longest_sequence(e) for e in examples))
-    return {**entry, "encoding_state": state} if state else entry
-
-
-@torch.no_grad()
-def decode_bucket(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> tuple[list[str], float, int]:
-    """Detokenized outputs for ``examples`` (in their order), decoding seconds, and tokens read
-    and generated. Examples are decoded in batches of similar source length."""
-    model.eval()
-    order = sorted(range(len(examples)), key=lambda i: len(examples[i].source))
-    outputs: list[list[int]] = [[] for _ in examples]
-    seconds, tokens = 0.0, 0
-    size = protocol.training.eval_batch_size
-    for start in range(0, len(order), size):
-        chunk = order[start : start + size]
-        source = pack([examples[i] for i in chunk], protocol.model.architecture).source.to(device)
-        sync_device(device)
-        tick = time.perf_counter()
-        with autocast(device):
-            generated = generate(model, source, protocol.decoding)
-        sync_device(device)
-        seconds += time.perf_counter() - tick
-        tokens += int((source != PAD).sum()) + sum(len(g) + 1 for g in generated)
-        for i, ids in zip(chunk, generated):
-            outputs[i] = [token - FIRST_SYMBOL for token in ids if token >= FIRST_SYMBOL]
-    return [protocol.task.detokenize(ids) for ids in outputs], seconds, tokens
-
-
-def evaluate_text(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
-    """Decode every bucket; score each bucket and the whole evaluation set with sacrebleu.
-    Returns the bucket entries and the ``corpus`` entry (n, metrics, signatures)."""
-    entries, hypotheses, references = [], [], []
-    for index, (bucket, examples) in enumerate(sets.items()):
-        entry = _bucket_entry(model, protocol, bucket, index, examples)  # plans first: it may change the encoding
-        try:
-            outputs, seconds, tokens = decode_bucket(model, protocol, examples, device)
-        except PositionLimitError as error:
-            entries.append({**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)})
-            continue
-        scores, _ = text_scores(outputs, [e.reference for e in examples], protocol.metrics)
-        entries.append({**entry, "metrics": scores, "eval_tokens_per_second": round(tokens / seconds, 1),
-                        "samples": [{"reference": e.reference, "output": o} for e, o in list(zip(examples, outputs))[:3]]})
-        hypotheses += outputs
-        references += [e.reference for e in examples]
-    scores, signatures = text_scores(hypotheses, references, protocol.metrics) if hypotheses else ({}, {})
-    return entries, {"n": len(hypotheses), "metrics": scores, "signatures": signatures}
-
-
-def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> list[dict]:
-    """One teacher-forced entry per bucket. A bucket the encoding cannot represent (a learned
-    table too short) is reported with its error and no metrics, not as a failed run."""
-    results = []
-    for index, (bucket, examples) in enumerate(sets.items()):
-        entry = _bucket_entry(model, protocol, bucket, index, examples)  # plans first: it may change the encoding
-        try:
-            entry.update(evaluate_bucket(model, protocol, examples, device))
-        except PositionLimitError as error:
-            entry.update({"metrics": None, "eval_tokens_per_second": None, "error": str(error)})
-        results.append(entry)
-    return results
-
-
 @dataclass
 class RunSetup:
-    """What a run builds before training: the evaluation sets and the model."""
+    """What a run builds before training: the evaluation sets, the ID validation set and the model."""
 
     sets: dict[LengthBucket, list[Example]]
+    validation: list[Example]
     model: Transformer
     sequence_lengths: dict[str, int]
 
 
 def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
-    """Draw the evaluation sets and build the seeded model (on CPU). Everything a bad card can
-    break fails here, before any training.
+    """Draw the evaluation and validation sets and build the seeded model (on CPU). Everything
+    a bad card can break fails here, before any training.
 
     Raises:
-        ValueError: an empty bucket or a bad encoding param; TypeError: a param of the wrong
-        type; PositionLimitError: an encoding that cannot represent the training lengths.
+        ValueError: an empty bucket or validation set, or a bad encoding param; TypeError: a
+        param of the wrong type; PositionLimitError: an encoding that cannot represent the
+        training lengths or the validation set's outputs.
     """
     torch.manual_seed(seed)
     sets = protocol.evaluation_sets()
+    validation = protocol.validation_set()
     train_length = protocol.train_length()
-    longest = max(protocol.longest_sequence(e) for examples in sets.values() for e in examples)
+    longest = max(protocol.longest_sequence(e) for examples in (*sets.values(), validation) for e in examples)
     lengths = {"train": train_length, "max": max(train_length, longest)}
     model = build_model(protocol, encoding_card, lengths["max"], lengths["train"])
-    model.encoding.check_length(lengths["train"])
-    return RunSetup(sets, model, lengths)
+    model.encoding.check_length(max(train_length, *(protocol.longest_sequence(e) for e in validation)))
+    return RunSetup(sets, validation, model, lengths)
 
 
 def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, progress: bool = True) -> dict:
     """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
     record's measured parts: ``environment``, ``parameters``, ``model``, ``training``,
-    ``buckets``, ``stages`` (wall seconds of training and evaluation), ``sequence_lengths`` (the
-    longest training sequence and the longest sequence the model reads) and, for text-scored
-    tasks, ``corpus``."""
-    model, sets = setup.model.to(device), setup.sets
+    ``buckets``, ``scores`` (ID and OOD, :func:`pebench.evaluation.evaluate`), ``stages`` (wall
+    seconds of training and evaluation), ``sequence_lengths`` (the longest training sequence
+    and the longest sequence the model reads) and ``data`` (where real data came from).
+
+    Raises:
+        NonFiniteError: for a diverged training loss, or a score that is not finite.
+    """
+    model = setup.model.to(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    training = train(model, protocol, seed, device, progress)
+    training = train(model, protocol, seed, device, setup.validation, progress)
     tick = time.perf_counter()
-    measured = {}
-    if protocol.generates:
-        measured["buckets"], measured["corpus"] = evaluate_text(model, protocol, sets, device)
-    else:
-        measured["buckets"] = evaluate(model, protocol, sets, device)
+    buckets, scores = evaluate(model, protocol, setup.sets, device)
+    for entry in buckets:
+        for name, value in (entry["metrics"] or {}).items():
+            if value is not None:
+                finite(value, f"{name} on bucket {entry['bucket']}")
     return {
         "environment": {
             "torch": torch.__version__,
@@ -311,5 +263,6 @@ def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, pr
         "stages": {"train_seconds": training["wall_seconds"], "eval_seconds": round(time.perf_counter() - tick, 2)},
         "sequence_lengths": setup.sequence_lengths,
         "data": protocol.task.data,
-        **measured,
+        "buckets": buckets,
+        "scores": scores,
     }

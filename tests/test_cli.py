@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,7 +11,8 @@ import torch
 
 from pebench.records import is_complete
 
-TINY = ["--set", "training.steps=30", "--set", "split.eval_examples=20", "--set", "training.warmup_steps=5", "--quiet"]
+TINY = ["--set", "training.steps=30", "--set", "split.eval_examples=20", "--set", "training.warmup_steps=5", "--set", "split.validation_examples=16",
+        "--set", "training.eval_every=10", "--quiet"]
 
 
 def pebench(*args, env=None, cwd=None):
@@ -20,15 +22,21 @@ def pebench(*args, env=None, cwd=None):
 def test_run_writes_a_complete_record_and_prints_the_buckets(tmp_path):
     out = pebench("run", "--encoding", "flow", "--task", "copy", "--seed", "3", "--results", str(tmp_path), *TINY)
     assert out.returncode == 0, out.stderr
-    assert "17-32" in out.stdout and "exact_match" in out.stdout and "tok/s" in out.stdout
+    assert "17-32" in out.stdout and "sequence_accuracy" in out.stdout and "OOD score" in out.stdout and "tok/s" in out.stdout
     [path] = (tmp_path / "runs" / "copy" / "flow").glob("seed3-*.json")  # overridden config: hashed name
     record = json.loads(path.read_text())
-    assert is_complete(record)
-    assert record["encoding"]["params"]["placement"] == "attention"
-    assert record["training"]["tokens_per_second"] > 0 and record["training"]["peak_memory_mb"] > 0
+    assert is_complete(record) and record["protocol"] == 2
+    assert record["encoding"]["params"]["placement"] == "attention" and record["encoding"]["params"]["adjoint"] is False
+    assert record["settings"] == {"split.eval_examples": 20, "split.validation_examples": 16, "training.eval_every": 10,
+                                  "training.steps": 30, "training.warmup_steps": 5}
+    training = record["training"]
+    assert training["tokens_per_second"] > 0 and training["peak_memory_mb"] > 0 and training["step_cap"] == 30
+    assert [point["step"] for point in training["curve"]][:1] == [10] and training["steps"] in (10, 20, 30)
     assert record["parameters"]["encoding"] > 0
     assert [b["n"] for b in record["buckets"]] == [20, 20, 20, 20]
-    assert all(0 <= b["metrics"]["token_accuracy"] <= 1 for b in record["buckets"])
+    assert all(0 <= b["metrics"]["sequence_accuracy"] <= 1 for b in record["buckets"])
+    assert [entry["length"] for entry in record["buckets"][1]["lengths"]] == list(range(17, 33))
+    assert set(record["scores"]) == {"ID", "OOD", "unscored"} and 0 <= record["scores"]["OOD"]["exact_match"] <= 1
     assert not list(tmp_path.rglob("*.tmp"))
 
 
@@ -53,7 +61,7 @@ def test_a_negative_seed_stops_and_writes_nothing(tmp_path):
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("encoding.max_positions=8", "'Learned' represents at most 8 positions, but a sequence of 34 tokens"),
+        ("encoding.max_positions=8", "'Learned' represents at most 8 positions, but a sequence of 54 tokens"),  # validation: 18 + 36
         ("encoding.no_such_param=1", "no parameter 'no_such_param' in encoding 'learned' (Learned); its parameters: max_positions, init_std"),
         ("split.buckets=[[1, 16], [17, inf]]", "synthetic tasks need bounded length buckets"),
         ("model.d_model=abc", "model.d_model must be of type int; got 'abc'"),
@@ -99,19 +107,19 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
             assert out.returncode == 0, out.stderr
     out = pebench("report", str(tmp_path))
     assert out.returncode == 0, out.stderr
-    assert "reverse: exact_match per length bucket (ID = 1-16; 1-16 n=20, 17-32 n=20" in out.stdout
-    assert "reverse: token_accuracy per length bucket" in out.stdout
-    lines = [line for line in out.stdout.splitlines() if line.startswith(("nope@", "rope@"))]
-    assert len(lines) == 6 and sum("±" in line for line in lines) == 4  # two leaderboards, then the overall ranks
+    label = re.search(r"^(reverse@[0-9a-f]{8}):", out.stdout, flags=re.M).group(1)  # the tiny budget's table
+    assert f"{label}: sequence_accuracy (ID = 1-16; buckets 1-16, 17-32, 33-48, 49-64), mean ± 95% interval over runs" in out.stdout
+    assert f"{label}: exact_match" in out.stdout and f"{label}: teacher_forced_accuracy" in out.stdout
+    assert "training.steps=30" in out.stdout  # the legend says what the label stands for
     boards = tmp_path / "leaderboards"
-    markdown = (boards / "reverse.md").read_text()
-    assert "| encoding" in markdown and "no benchmark table (run `pebench bench`)" in markdown
-    csv = (boards / "reverse.csv").read_text().splitlines()
-    assert csv[0].startswith("metric,encoding,seeds,ID mean") and len(csv) == 5
-    assert "\\toprule" in (boards / "reverse.tex").read_text() and "<table>" in (boards / "reverse.html").read_text()
-    assert (boards / "reverse.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    overall = (boards / "overall.md").read_text()
-    assert "mean rank" in overall and "| nope@" in overall and "| rope@" in overall
+    markdown = (boards / f"{label}.md").read_text()
+    assert "| encoding" in markdown and "learned ID" in markdown and "no benchmark table (run `pebench bench`)" in markdown
+    csv = (boards / f"{label}.csv").read_text().splitlines()
+    assert csv[0].startswith("metric,encoding,runs,learned,target,ranked,steps,ID mean,ID ci") and len(csv) == 7  # 2 encodings x 3 metrics
+    assert "\\toprule" in (boards / f"{label}.tex").read_text() and "<table>" in (boards / f"{label}.html").read_text()
+    assert (boards / f"{label}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (boards / "overall.md").exists()  # a table of other settings is not one of the benchmark's tasks
+    assert "claim" in (boards / "validity.md").read_text()
 
 
 def test_report_without_records_says_what_to_do(tmp_path):
@@ -128,9 +136,10 @@ def test_the_record_says_which_rope_scaling_each_bucket_ran_under(tmp_path):
     assert states[0] == {"rope_scaling": "none", "factor": 1.0}
     assert [s["rope_scaling"] for s in states[1:]] == ["yarn"] * 3
     factors = [s["factor"] for s in states]
-    lengths = record["sequence_lengths"]  # training sequences reach at most 34 tokens, bucket 49-64 up to 130
-    assert lengths["train"] <= 34 and lengths["max"] <= 130
-    assert 1 < factors[1] < factors[2] < factors[3] == pytest.approx(lengths["max"] / lengths["train"], abs=1e-4)
+    lengths = record["sequence_lengths"]  # training sequences reach 34 tokens, bucket 49-64 up to 64 + 2 + 108 (the output cap)
+    assert lengths["train"] == 34 and lengths["max"] == 174
+    # the factor is the bucket's longest sequence with its target as output (64 + 64 + 2), not its cap
+    assert 1 < factors[1] < factors[2] < factors[3] == pytest.approx(130 / 34, abs=1e-4)
 
 
 def test_a_closed_output_pipe_is_not_an_error():

@@ -52,7 +52,7 @@ def test_installed_plugin_trains_and_is_recorded(installed_plugin, tmp_path):
     assert "49-64" in out.stdout
     [record] = (tmp_path / "runs" / "copy" / "learned_slopes").glob("*.json")
     assert '"plugin": "learned_slopes"' in record.read_text()
-    assert '"encoding": 8' in record.read_text()  # 2 sites x 4 heads of slopes
+    assert '"encoding": 16' in record.read_text()  # 4 sites x 4 heads of slopes
 
 
 def test_broken_plugin_warns_by_name_and_the_rest_keep_working(installed_plugin, tmp_path):

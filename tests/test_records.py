@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from pebench.records import record_path, write_record
+from pebench.execution import plan
+from pebench.records import write_record
 
 
 def test_non_finite_values_are_stored_as_json(tmp_path):
@@ -18,8 +19,14 @@ def test_an_unwritable_record_leaves_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_overridden_runs_get_their_own_file(tmp_path):
-    plain = record_path(tmp_path, "copy", "rope", 0, [])
-    overridden = record_path(tmp_path, "copy", "rope", 0, ["training.steps=5"])
-    assert plain.name == "seed0.json" and overridden.name.startswith("seed0-") and overridden != plain
-    assert overridden == record_path(tmp_path, "copy", "rope", 0, ["training.steps = 5"])
+def test_a_configuration_is_its_settings_however_spelled(tmp_path):
+    plain = plan("copy", "rope", 0, [], tmp_path).path
+    assert plain.name == "seed0.json"
+    spellings = [["training.steps=7"], ["training.steps=5", "training.steps=7"], ["training.steps=07"], ["training.steps = 7"]]
+    paths = {plan("copy", "rope", 0, overrides, tmp_path).path for overrides in spellings}
+    assert len(paths) == 1 and next(iter(paths)).name.startswith("seed0-") and plain not in paths
+    # the card's own value and the plugin's own default are no other configuration
+    assert plan("copy", "rope", 0, ["training.steps=6000", "encoding.base=10000.0", "encoding.scaling='none'"], tmp_path).path == plain
+    planned = plan("copy", "rope", 0, ["training.steps=7", "encoding.base=500"], tmp_path)
+    assert planned.settings == {"encoding.base": 500, "training.steps": 7}
+    assert planned.encoding["params"] == {"base": 500, "scaling": "none", "factor": None, "yarn_alpha": 1.0, "yarn_beta": 32.0}

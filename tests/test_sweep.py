@@ -8,11 +8,11 @@ import sys
 import time
 
 from pebench.execution import plan
-from pebench.records import is_complete, write_record
+from pebench.records import SCHEMA_VERSION, is_complete
 from pebench.sweep import seeds, state_of
 from tests.test_plugins import exploding_plugin
 
-TINY = ["--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "training.warmup_steps=2", "--quiet"]
+TINY = ["--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "training.warmup_steps=2", "--set", "split.validation_examples=5", "--quiet"]
 
 
 def sweep(*args, pythonpath=(), **popen):
@@ -50,7 +50,7 @@ def test_a_failed_run_is_recorded_the_sweep_goes_on_and_a_second_sweep_skips_the
 def test_a_killed_sweep_leaves_whole_records_and_the_next_sweep_completes_the_grid(tmp_path):
     results = tmp_path / "results"
     grid = ["--tasks", "copy", "--encodings", "nope,sinusoidal,rope,learned", "--seeds", "0,1", "--results", str(results),
-            "--set", "training.steps=60", "--set", "split.eval_examples=5", "--quiet"]
+            "--set", "training.steps=60", "--set", "split.eval_examples=5", "--set", "split.validation_examples=5", "--quiet"]
     process = sweep(*grid, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while not list((results / "runs").rglob("*.json")) and time.monotonic() < deadline:
@@ -70,19 +70,27 @@ def test_a_killed_sweep_leaves_whole_records_and_the_next_sweep_completes_the_gr
     assert all(after[path] == text for path, text in before.items())  # finished runs were not redone
 
 
+def write_json(path, record):
+    """A hand-made, partial record, written as it is (write_record would check it against the schema)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
 def test_a_record_made_from_another_card_is_stale(tmp_path):
     planned = plan("copy", "rope", 0, ["training.steps=5"], tmp_path)
     assert state_of(planned) == "missing"
-    record = {"schema": 1, "status": "ok", "task": planned.task, "encoding": planned.encoding, "overrides": planned.overrides,
-              "buckets": [{}] * len(planned.task["split"]["buckets"])}
-    write_record(planned.path, record)
+    record = {"schema": SCHEMA_VERSION, "status": "ok", "task": planned.task, "encoding": planned.encoding, "overrides": planned.overrides,
+              "buckets": [{}] * len(planned.task["split"]["buckets"]), "scores": {}}
+    write_json(planned.path, record)
     assert state_of(planned) == "done"
-    write_record(planned.path, {**record, "encoding": {**planned.encoding, "description": "reworded"}, "overrides": ["training.steps = 5"]})
+    write_json(planned.path, {**record, "encoding": {**planned.encoding, "description": "reworded"}, "overrides": ["training.steps = 5"]})
     assert state_of(planned) == "done"  # prose and spacing do not make a record stale
-    write_record(planned.path, {**record, "encoding": {**planned.encoding, "params": {"base": 500.0}}})
+    write_json(planned.path, {**record, "encoding": {**planned.encoding, "params": {"base": 500.0}}})
     assert state_of(planned) == "stale"
-    write_record(planned.path, {**record, "status": "failed"})
+    write_json(planned.path, {**record, "status": "failed"})
     assert state_of(planned) == "failed"
+    write_json(planned.path, {**record, "schema": 1})
+    assert state_of(planned) == "missing"  # a protocol 1 record is run again under protocol 2
 
 
 def test_seed_lists_and_ranges():
@@ -99,7 +107,7 @@ def test_bad_sweep_input_exits_2_before_running_anything(tmp_path):
 def test_sigterm_stops_the_sweep_without_recording_the_run_in_progress(tmp_path):
     results = tmp_path / "results"
     grid = ["--tasks", "copy", "--encodings", "nope,sinusoidal,rope", "--seeds", "0", "--results", str(results),
-            "--set", "training.steps=400", "--set", "split.eval_examples=5", "--quiet"]
+            "--set", "training.steps=400", "--set", "split.eval_examples=5", "--set", "split.validation_examples=5", "--quiet"]
     process = sweep(*grid, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not list((results / "runs").rglob("*.json")) and time.monotonic() < deadline:

@@ -1,4 +1,5 @@
 import random
+from collections import Counter
 
 import pytest
 
@@ -29,16 +30,26 @@ def test_addition_known_answer():
     assert max(len(a), len(b)) == example.length == 5
 
 
-def test_lengths_stay_inside_the_bucket():
-    examples = Copy().evaluation_examples(random.Random(0), LengthBucket(17, 32), 300)
-    assert {e.length for e in examples} <= set(range(17, 33))
-    assert min(e.length for e in examples) == 17 and max(e.length for e in examples) == 32
+def test_evaluation_examples_spread_evenly_over_the_buckets_lengths():
+    examples = Copy().evaluation_examples(random.Random(0), LengthBucket(17, 32), 200)  # 16 lengths: 12 or 13 each
+    counts = Counter(e.length for e in examples)
+    assert sorted(counts) == list(range(17, 33)) and set(counts.values()) == {12, 13} and sum(counts.values()) == 200
+    assert all(len(e.source) == e.length for e in examples)
 
 
 def test_evaluation_sets_are_identical_for_every_run():
     first, second = resolve(task_card("copy")).evaluation_sets(), resolve(task_card("copy")).evaluation_sets()
     assert first == second
-    assert [len(v) for v in first.values()] == [200] * 4
+    assert [len(v) for v in first.values()] == [192] * 4
+
+
+def test_the_validation_set_lies_at_the_training_lengths_and_is_not_the_id_bucket():
+    protocol = resolve(task_card("copy"))
+    validation, test = protocol.validation_set(), protocol.evaluation_sets()[protocol.buckets[0]]
+    assert len(validation) == 160 and {e.length for e in validation} == set(range(1, 17))
+    assert validation == resolve(task_card("copy")).validation_set()  # its own fixed seed
+    long_ones = lambda examples: {e.source for e in examples if e.length >= 8}  # noqa: E731  (short strings repeat by chance)
+    assert not long_ones(validation) & long_ones(test)
 
 
 def test_unbounded_bucket_is_refused_for_generators():

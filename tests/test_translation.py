@@ -110,7 +110,7 @@ def test_wmt_long_end_to_end_tiny(tmp_path):
     env = {**os.environ, "PEBENCH_CACHE": str(tmp_path / "cache")}
     out = subprocess.run(
         [sys.executable, "-m", "pebench.cli", "run", "--encoding", "flow", "--task", "wmt_long", "--data-dir", str(DATA),
-         "--results", str(tmp_path), "--quiet", "--set", "training.steps=4", "--set", "split.eval_examples=4",
+         "--results", str(tmp_path), "--quiet", "--set", "training.steps=4", "--set", "split.eval_examples=4", "--set", "split.validation_examples=4",
          "--set", "params.vocab_size=500", "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_layers=1"],
         capture_output=True, text=True, env=env, timeout=600,
     )
@@ -120,8 +120,11 @@ def test_wmt_long_end_to_end_tiny(tmp_path):
     record = json.loads(path.read_text())
     assert record["data"]["pairs"] == {"train_news": 28158, "train_tatoeba": 169813, "dev": 3000, "test": 3003}
     assert record["data"]["origin"].startswith("local:")
-    assert [b["n"] for b in record["buckets"]] == [4, 4, 4, 4] and record["corpus"]["n"] == 16
-    assert record["corpus"]["signatures"]["bleu"].startswith("nrefs:1|")
+    assert [b["n"] for b in record["buckets"]] == [4, 4, 4, 4] and record["scores"]["unscored"] == []
+    assert set(record["scores"]) == {"ID", "OOD", "all", "unscored"} and set(record["scores"]["all"]) == {"bleu", "chrf"}
+    assert sum(length["n"] for length in record["buckets"][1]["lengths"]) == 4  # per length, as per bucket
+    assert [point["step"] for point in record["training"]["curve"]] == [4]  # the validation BLEU at the cap
+    assert record["training"]["steps_to_target"] is None and record["training"]["target"] is None
     assert set(record["stages"]) == {"data_seconds", "train_seconds", "eval_seconds"}
     assert record["task"]["split"]["buckets"][-1] == [97, "inf"]
 
@@ -134,7 +137,8 @@ def tiny_wmt(tmp_path_factory):
         patch.setenv("PEBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
         card = task_card("wmt_long")
         apply_overrides(card, {"params": {}}, ["training.steps=2", "training.batch_size=8", "split.eval_examples=3", "params.vocab_size=500",
-                                                "model.d_model=16", "model.d_ff=32", "model.n_layers=1", "decoding.max_length_b=2"])
+                                                "model.d_model=16", "model.d_ff=32", "model.n_layers=1", "decoding.max_length_b=2",
+                                                "split.validation_examples=3"])
         return resolve(card)
 
 
@@ -144,5 +148,6 @@ def test_every_encoding_completes_wmt_long_tiny(tiny_wmt, encoding):
     card = encoding_card(encoding)
     measured = run(tiny_wmt, set_up(tiny_wmt, card, seed=0), seed=0, device=torch.device("cpu"), progress=False)
     assert [b["n"] for b in measured["buckets"]] == [3, 3, 3, 3]
-    assert all(0 <= b["metrics"]["bleu"] <= 100 and 0 <= b["metrics"]["chrf"] <= 100 for b in measured["buckets"])
-    assert measured["corpus"]["n"] == 12
+    assert all(b["metrics"]["bleu"] is None or 0 <= b["metrics"]["bleu"] <= 100 for b in measured["buckets"])
+    assert all(0 <= b["metrics"]["chrf"] <= 100 for b in measured["buckets"])
+    assert measured["scores"]["all"]["chrf"] >= 0

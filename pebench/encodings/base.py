@@ -342,6 +342,15 @@ class PositionalEncoding(nn.Module):
         return f"max_positions={self.max_positions}"
 
 
+def require_range(encoding: str, name: str, value: float, *, above: float | None = None, at_least: float | None = None) -> None:
+    """Raise ValueError naming ``encoding``, its parameter ``name`` and what it accepts, unless
+    ``value`` is above ``above`` and at least ``at_least`` (the plugins' check of their card
+    parameters, made when the model is built: before any training)."""
+    if (above is not None and not value > above) or (at_least is not None and not value >= at_least):
+        bound = f"> {above}" if above is not None else f">= {at_least}"
+        raise ValueError(f"{encoding} needs {name} {bound}; got {value}")
+
+
 def require_even(value: int, what: str, encoding: str) -> None:
     """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs)."""
     if value % 2:

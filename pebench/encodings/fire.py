@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site, inverse_softplus
+from .base import Geometry, PositionalEncoding, Site, inverse_softplus, require_range
 
 
 class FIREBias(nn.Module):
@@ -52,6 +52,9 @@ class FIRE(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, hidden: int = 32, init_c: float = 1.0, init_threshold: float = 1.0):
         super().__init__(geometry)
+        require_range("FIRE", "hidden", hidden, at_least=1)
+        require_range("FIRE", "init_c", init_c, above=0)
+        require_range("FIRE", "init_threshold", init_threshold, above=0)
         self.index = geometry.self_attention_index
         self.layers = nn.ModuleList(FIREBias(geometry.n_heads, hidden, init_c, init_threshold) for _ in self.index)
 

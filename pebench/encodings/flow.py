@@ -42,7 +42,7 @@ import torch
 from torch import Tensor, nn
 from torchdiffeq import odeint, odeint_adjoint
 
-from .base import Geometry, PositionalEncoding, Site
+from .base import Geometry, PositionalEncoding, Site, require_range
 
 PLACEMENTS = ("attention", "input")
 CHUNK = 32  # knots per torchdiffeq call; see Flow.integrate
@@ -127,6 +127,9 @@ class Flow(PositionalEncoding):
             raise ValueError(f"FLOATER placement must be one of {PLACEMENTS}; got {placement!r}")
         if delta <= 0 or (step_size is not None and step_size <= 0):
             raise ValueError(f"FLOATER delta and step_size must be positive; got delta={delta}, step_size={step_size}")
+        if hidden is not None:
+            require_range("FLOATER", "hidden", hidden, at_least=1)
+        require_range("FLOATER", "init_std", init_std, at_least=0)
         self.placement, self.delta, self.solver, self.adjoint = placement, delta, solver, adjoint
         self.step_size = step_size or delta
         self.knot_spacing = max(self.step_size, delta)  # H

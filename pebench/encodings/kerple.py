@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from .alibi import distance_matrix
-from .base import Geometry, PositionalEncoding, Site, inverse_softplus
+from .base import Geometry, PositionalEncoding, Site, inverse_softplus, require_range
 
 
 class KERPLE(PositionalEncoding):
@@ -30,6 +30,8 @@ class KERPLE(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, init_r1: float = 1.0, init_r2: float = 1.0):
         super().__init__(geometry)
+        require_range("KERPLE", "init_r1", init_r1, above=0)
+        require_range("KERPLE", "init_r2", init_r2, above=0)
         self.index = geometry.self_attention_index
         shape = (len(self.index), geometry.n_heads)
         self.raw_r1 = nn.Parameter(torch.full(shape, inverse_softplus(init_r1)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding
+from .base import Geometry, PositionalEncoding, require_range
 
 
 class Learned(PositionalEncoding):
@@ -31,6 +31,9 @@ class Learned(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, max_positions: int | None = None, init_std: float = 0.5):
         super().__init__(geometry)
+        if max_positions is not None:
+            require_range("the learned encoding", "max_positions", max_positions, at_least=1)
+        require_range("the learned encoding", "init_std", init_std, at_least=0)
         self.max_positions = max_positions or geometry.max_length
         self.tables = nn.ParameterDict(
             {stack: nn.Parameter(torch.randn(self.max_positions, geometry.d_model) * init_std) for stack in geometry.stacks}

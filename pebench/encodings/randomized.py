@@ -1,15 +1,24 @@
 """Randomized positional encodings.
 
 Ruoss et al. 2023, "Randomized Positional Encodings Boost Length Generalization of
-Transformers" (arXiv:2305.16843), sec. 3: while training, a sequence of length n gets the
-positions of n indices drawn without replacement from [0, L_max) and sorted, instead of
-0..n-1, so that a base encoding sees positions up to L_max while training only on short
-sequences. Evaluation is deterministic (``eval_positions``): ``"arange"`` (0..n-1) or
-``"stride"`` (k * i with k = L_max // the task's longest sequence, spreading the longest
-evaluation sequence over the trained range). One draw serves the whole batch (the paper draws
-per sequence; the hooks take positions shared across the batch).
+Transformers" (arXiv:2305.16843), sec. 3: a sequence of length n gets the positions of n indices
+drawn without replacement from [0, L) and sorted, instead of 0..n-1, so that a base encoding
+sees positions up to L while training only on short sequences. As in the paper and the authors'
+code (google-deepmind/randomized_positional_encodings, ``_get_random_positions``, used in
+training and evaluation alike), evaluation draws too (``eval_positions = "random"``, the
+default); its draws come from the evaluation seed (:func:`pebench.evaluation.seeded`), so every
+run sees the same ones. ``"arange"`` (0..n-1) and ``"stride"`` (k * i with
+k = L // the task's longest sequence) are deterministic alternatives, not the paper's.
+
+Where pebench differs: one draw serves a whole batch, its shorter sequences taking a prefix of it
+(the paper draws per sequence; the hooks take positions shared across the batch); greedy
+decoding draws once for the longest sequence the batch can reach, prompt and output together,
+so cached keys and later queries share one draw (:mod:`pebench.decoding`). L defaults to 4x the
+task's longest sequence (the authors' code: 2,048 for evaluation lengths up to 500).
+Draws are made on the CPU and moved to the device, so that a run's positions do not depend on
+the device.
 The wrapper passes every hook through to the base encoding named in the card, built for
-L_max positions (so a learned table covers [0, L_max)).
+L positions (so a learned table covers [0, L)).
 """
 
 from __future__ import annotations
@@ -21,32 +30,37 @@ from torch import Tensor
 
 from .base import Geometry, PositionalEncoding, PositionLimitError, Site
 
-EVAL_POSITIONS = ("arange", "stride")
+EVAL_POSITIONS = ("random", "arange", "stride")
 
 
 class Randomized(PositionalEncoding):
-    """Sorted random positions from [0, L_max) in training, around a base encoding.
+    """Sorted random positions from [0, L), around a base encoding.
 
     Args:
         geometry: the model served.
         base: the wrapped encoding's plugin name (sinusoidal, learned, rope, relative, alibi, ...).
-        max_position: L_max; default 4 x the task's longest sequence.
-        eval_positions: ``"arange"`` or ``"stride"`` (see the module docstring).
+        max_position: L; default 4 x the task's longest sequence.
+        eval_positions: ``"random"`` (as in training), ``"arange"`` or ``"stride"`` (see the
+            module docstring).
         base_params: the wrapped encoding's params.
     Raises:
-        ValueError: for an unknown ``eval_positions``; UnknownNameError for an unknown base.
+        ValueError: for an unknown ``eval_positions`` or an L below 1; UnknownNameError for an
+            unknown base.
+        PositionLimitError: from :meth:`positions`, for a sequence longer than L.
     """
 
-    description = "Randomized positions: sorted samples from [0, L_max) while training, around a base encoding"
+    description = "Randomized positions: sorted samples from [0, L), around a base encoding"
     reference = "Ruoss et al. 2023, arXiv:2305.16843"
 
     def __init__(self, geometry: Geometry, base: str = "rope", max_position: int | None = None,
-                 eval_positions: str = "arange", base_params: dict | None = None):
+                 eval_positions: str = "random", base_params: dict | None = None):
         super().__init__(geometry)
         from ..registry import ENCODINGS, plugin  # the registry imports plugins: import it late
 
         if eval_positions not in EVAL_POSITIONS:
             raise ValueError(f"eval_positions must be one of {EVAL_POSITIONS}; got {eval_positions!r}")
+        if max_position is not None and max_position < 1:
+            raise ValueError(f"max_position (L) must be at least 1; got {max_position}")
         self.max_position, self.eval_positions = max_position or 4 * geometry.max_length, eval_positions
         self.stride = max(1, self.max_position // geometry.max_length)
         self.max_positions = self.max_position
@@ -58,8 +72,8 @@ class Randomized(PositionalEncoding):
                 f"randomized positions are drawn from [0, {self.max_position}), which cannot hold a sequence of "
                 f"{length} tokens; raise max_position (--set encoding.max_position={length})"
             )
-        if self.training:
-            return torch.randperm(self.max_position, device=device)[:length].sort().values
+        if self.training or self.eval_positions == "random":
+            return torch.randperm(self.max_position)[:length].sort().values.to(device)
         if self.eval_positions == "stride" and length * self.stride <= self.max_position:
             return torch.arange(length, device=device) * self.stride
         return torch.arange(length, device=device)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from .base import (Geometry, PositionalEncoding, Site, as_4d, attention_blocks, autocast_state, full_mask, is_causal,
-                   mask_block, scaled_dot_product)
+                   mask_block, require_range, scaled_dot_product)
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -44,6 +44,7 @@ class Relative(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, clip: int = 16):
         super().__init__(geometry)
+        require_range("Shaw's relative encoding", "clip", clip, at_least=1)
         self.clip = clip
         self.index = geometry.self_attention_index
         shape = (len(self.index), 2 * clip + 1, geometry.d_head)

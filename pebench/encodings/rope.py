@@ -18,6 +18,9 @@ sequence's length / L):
   lambda_i = 2 pi / theta_i and r_i = L / lambda_i, ramp gamma(r) = 0 below alpha, 1 above beta,
   linear between (alpha = 1, beta = 32): theta'_i = (1 - gamma(r_i)) theta_i / s + gamma(r_i) theta_i,
   and q, k each multiplied by 0.1 ln s + 1 (the attention temperature sqrt(1/t)).
+Where pebench differs: every scaling is applied at evaluation only, to a model trained at the
+training length, without the fine-tuning at the longer length that Chen et al. and Peng et al.
+(YaRN) pair it with; the cards say so, and their scores measure scaling without fine-tuning.
 Shapes: b batch, h heads, s sequence, d_h head width.
 """
 
@@ -28,7 +31,7 @@ import math
 import torch
 from torch import Tensor
 
-from .base import Geometry, PositionalEncoding, Site, inverse_frequencies, require_even
+from .base import Geometry, PositionalEncoding, Site, inverse_frequencies, require_even, require_range
 
 SCALINGS = ("none", "pi", "ntk", "yarn")
 
@@ -87,6 +90,11 @@ class RoPE(PositionalEncoding):
         require_even(geometry.d_head, "the head width", "RoPE")
         if scaling not in SCALINGS:
             raise ValueError(f"RoPE scaling must be one of {SCALINGS}; got {scaling!r}")
+        require_range("RoPE", "base", base, above=0)
+        if factor is not None:
+            require_range("RoPE", "factor", factor, above=0)
+        require_range("RoPE", "yarn_alpha", yarn_alpha, at_least=0)
+        require_range("RoPE", "yarn_beta", yarn_beta, above=yarn_alpha)
         self.base, self.scaling, self.factor, self.yarn = base, scaling, factor, (yarn_alpha, yarn_beta)
         self.register_buffer("inv_freq", inverse_frequencies(geometry.d_head, base), persistent=False)
         self.multiplier = 1.0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .base import Geometry, PositionalEncoding, inverse_frequencies, require_even
+from .base import Geometry, PositionalEncoding, inverse_frequencies, require_even, require_range
 
 
 def sinusoidal_table(pos: Tensor, d_model: int, base: float = 10000.0) -> Tensor:
@@ -42,6 +42,7 @@ class Sinusoidal(PositionalEncoding):
     def __init__(self, geometry: Geometry, base: float = 10000.0):
         super().__init__(geometry)
         require_even(geometry.d_model, "d_model", "the sinusoidal encoding")
+        require_range("the sinusoidal encoding", "base", base, above=0)
         self.base = base
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:

@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site
+from .base import Geometry, PositionalEncoding, Site, require_range
 
 
 def t5_buckets(offset: Tensor, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128) -> Tensor:
@@ -50,6 +50,8 @@ class T5Bias(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, num_buckets: int = 32, max_distance: int = 128):
         super().__init__(geometry)
+        require_range("the T5 bias", "num_buckets", num_buckets, at_least=4)  # an encoder halves them, then half of those are exact
+        require_range("the T5 bias", "max_distance", max_distance, above=num_buckets // 2)  # past the exact buckets
         self.num_buckets, self.max_distance = num_buckets, max_distance
         self.tables = nn.ParameterDict({stack: nn.Parameter(torch.zeros(num_buckets, geometry.n_heads)) for stack in geometry.stacks})
 

@@ -7,16 +7,24 @@ with zeta_i = (2i / d_h + 0.4) / 1.4 (in (0, 1)) and gamma = ``scale_base`` = 51
 xPos is defined for causal attention (sec. 3.2): bidirectional (encoder) self-attention applies
 the rotation only, since keys after the query would be amplified. Pairing as in
 :mod:`pebench.encodings.rope` (rotate half).
+Length limit: the key at position n is multiplied by zeta_0^(-n / gamma) = 3.5^(n / gamma), which
+leaves float32 (and bf16) near 2^128; xPos therefore states ``max_positions``, the last position
+whose factors stay within 2^±:data:`FACTOR_BITS` (28,328 at gamma = 512), and refuses longer
+sequences with :class:`PositionLimitError` rather than scoring inf, then NaN.
 Shapes: b batch, h heads, s sequence, d_h head width.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
-from .base import Geometry, Site
+from .base import Geometry, Site, require_range
 from .rope import RoPE, rotate
+
+FACTOR_BITS = 100  # the decay factors stay within 2^-100..2^100: far from float32's 2^128
 
 
 def xpos_scale(d_head: int) -> Tensor:
@@ -31,6 +39,9 @@ class XPos(RoPE):
         geometry: the model served.
         base: RoPE's frequency base.
         scale_base: gamma, positions per unit of the decay exponent (512 in the paper).
+    Raises:
+        ValueError: for a scale_base or base that is not positive.
+        PositionLimitError: from the hooks, past ``max_positions`` (see the module docstring).
     """
 
     description = "xPos: rotary embedding with exponential decay of scores with distance"
@@ -38,8 +49,10 @@ class XPos(RoPE):
 
     def __init__(self, geometry: Geometry, base: float = 10000.0, scale_base: float = 512.0):
         super().__init__(geometry, base)
+        require_range("xPos", "scale_base", scale_base, above=0)
         self.scale_base = scale_base
         self.register_buffer("zeta", xpos_scale(geometry.d_head), persistent=False)
+        self.max_positions = int(scale_base * FACTOR_BITS * math.log(2) / -math.log(float(self.zeta[0])))
 
     def _decay(self, x: Tensor, pos: Tensor, sign: float) -> Tensor:
         power = self.zeta[None, :] ** (sign * pos.float()[:, None] / self.scale_base)  # [s, d_h/2]

@@ -63,6 +63,13 @@ class Task(ABC):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """``n`` evaluation examples with lengths in ``bucket``, drawn from ``rng`` only."""
 
+    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+        """``n`` ID validation examples with lengths in ``lengths`` (the training lengths), drawn
+        from ``rng`` only; never the evaluation set's examples, except by chance. Default: fresh
+        draws, as :meth:`evaluation_examples` makes (generated tasks); a real-data task takes
+        them from its development set."""
+        return self.evaluation_examples(rng, lengths, n)
+
     def longest_tokens(self, length: int) -> tuple[int, int]:
         """The most (source, target) symbols an example of ``length`` can have; the protocol
         derives the longest training sequence from it. Default: both equal the length."""

@@ -36,7 +36,11 @@ class SyntheticTask(Task):
             yield self.sample(rng, rng.randint(lengths.lo, _finite(lengths)))
 
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
-        return [self.sample(rng, rng.randint(bucket.lo, _finite(bucket))) for _ in range(n)]
+        """``n`` examples spread evenly over the bucket's lengths (lo, lo + 1, ..., hi, lo, ...),
+        so that every length holds n / (hi - lo + 1) of them, give or take one: scores per length
+        rest on equal counts."""
+        lengths = range(bucket.lo, _finite(bucket) + 1)
+        return [self.sample(rng, lengths[i % len(lengths)]) for i in range(n)]
 
 
 def _finite(bucket: LengthBucket) -> int:

@@ -49,6 +49,7 @@ class WMT14(Task):
         self.news_fraction = news_fraction if "news" in corpus.train and len(corpus.train) > 1 else None
         self.train = {name: self._examples(pairs) for name, pairs in corpus.train.items()}
         self.evaluation = self._examples(corpus.test if eval_set == "test" else corpus.dev)
+        self.development = self._examples(corpus.dev)
         self.data = {"origin": corpus.origin, "pairs": corpus.counts(), "eval_set": eval_set,
                      "tokenizer": str(tokenizer_path), "vocab_size": len(self.symbols)}
 
@@ -84,8 +85,19 @@ class WMT14(Task):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """The evaluation-set examples in ``bucket``; all of them when ``n`` is 0, else a
         sample of ``n`` drawn with ``rng`` (in the set's order)."""
-        inside = [e for e in self.evaluation if e.length in bucket]
-        if n and n < len(inside):
-            keep = sorted(rng.sample(range(len(inside)), n))
-            inside = [inside[i] for i in keep]
-        return inside
+        return _sample(self.evaluation, rng, bucket, n)
+
+    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+        """A sample of ``n`` development-set (newstest2013) pairs with source lengths in
+        ``lengths``, whichever set is evaluated."""
+        return _sample(self.development, rng, lengths, n)
+
+
+def _sample(examples: list[Example], rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+    """The examples with a length in ``lengths``: all when ``n`` is 0, else ``n`` of them drawn
+    with ``rng``, in their order."""
+    inside = [e for e in examples if e.length in lengths]
+    if n and n < len(inside):
+        keep = sorted(rng.sample(range(len(inside)), n))
+        inside = [inside[i] for i in keep]
+    return inside

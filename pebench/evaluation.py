@@ -1,0 +1,242 @@
+"""Scoring a model: its outputs for each example, scored per example, per length, per bucket and
+per split (ID, OOD), as protocol 2 records them (:mod:`pebench.protocol`).
+
+Outputs are generated as a user of the model would get them: greedy decoding with cached keys
+and values (:mod:`pebench.decoding`), or beam search where the card asks for it. Per-example
+metrics (:mod:`pebench.metrics`) are averaged over the examples of each length, of each bucket,
+and, for a split, over its lengths: the *ID score* is the mean over the training lengths' bucket's
+lengths and the *OOD score* the mean over every OOD length (Delétang et al. 2023, sec. 4), so a
+length counts once however its examples are drawn. Text metrics (BLEU, chrF) are corpus scores:
+per length, per bucket, and per split over the split's sentences (the OOD score is the corpus
+score of every OOD sentence, each sentence weighing as much wherever it falls).
+
+A bucket that the encoding cannot represent (a learned table too short) is recorded with its
+error and no score; a split with such a bucket gets no score (None), and the record names the
+buckets left out, since a score over part of a split is comparable with nothing.
+
+Randomness at evaluation (randomized positions) is drawn from torch's generators seeded from the
+card's evaluation seed and the bucket (or the validation seed), inside :func:`seeded`, which
+forks them: every run sees the same draws, and training's own random stream is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import torch
+
+from .batching import EOS, FIRST_SYMBOL, IGNORE, pack, prompts, target_tokens
+from .decoding import continue_prompts, generate
+from .devices import autocast, sync_device
+from .encodings.base import PositionLimitError
+from .metrics import exact_match, sequence_accuracy, text_scores
+from .model import PAD, Transformer
+from .protocol import Protocol
+from .tasks.base import Example, LengthBucket
+
+SAMPLES = 3  # examples shown per bucket in the record
+
+
+@contextlib.contextmanager
+def seeded(seed: str, device: torch.device):
+    """Run the body with torch's generators (CPU, and ``device``'s when CUDA) seeded from the
+    text ``seed``, and restore them afterwards."""
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(random.Random(seed).getrandbits(63))
+        yield
+
+
+@dataclass
+class Outputs:
+    """A model's outputs for a list of examples, in their order: token ids up to and including
+    EOS (``tokens``), the decoding wall seconds and the tokens read and generated."""
+
+    tokens: list[list[int]]
+    seconds: float
+    processed: int
+
+
+@torch.no_grad()
+def predict(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> Outputs:
+    """Decode ``examples`` in batches of similar source length (``training.eval_batch_size``).
+
+    Raises:
+        PositionLimitError: if the encoding cannot represent the longest sequence.
+    """
+    model.eval()
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].source))
+    tokens: list[list[int]] = [[] for _ in examples]
+    seconds, processed = 0.0, 0
+    size = protocol.training.eval_batch_size
+    for start in range(0, len(order), size):
+        chunk = order[start : start + size]
+        batch = [examples[i] for i in chunk]
+        sync_device(device)
+        tick = time.perf_counter()
+        with autocast(device):
+            if protocol.model.architecture == "decoder":
+                prompt, lengths = prompts(batch)
+                generated = continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding)
+                processed += int(lengths.sum())
+            else:
+                source = pack(batch, protocol.model.architecture).source.to(device)
+                generated = generate(model, source, protocol.decoding)
+                processed += int((source != PAD).sum())
+        sync_device(device)
+        seconds += time.perf_counter() - tick
+        processed += sum(map(len, generated))
+        for i, ids in zip(chunk, generated):
+            tokens[i] = ids
+    return Outputs(tokens, seconds, processed)
+
+
+@torch.no_grad()
+def teacher_forced_accuracy(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> list[float]:
+    """Per example, the fraction of its target tokens (EOS included) that are the argmax given
+    the gold prefix."""
+    model.eval()
+    size, accuracies = protocol.training.eval_batch_size, []
+    for start in range(0, len(examples), size):
+        batch = pack(examples[start : start + size], protocol.model.architecture).to(device)
+        with autocast(device):
+            predictions = model(batch.tokens, batch.source).argmax(-1)
+        scored = batch.labels != IGNORE
+        hits = ((predictions == batch.labels) & scored).sum(1)
+        accuracies += (hits / scored.sum(1)).tolist()
+    return accuracies
+
+
+def example_metrics(protocol: Protocol, examples: list[Example], outputs: Outputs, forced: list[float] | None) -> list[dict[str, float]]:
+    """The card's per-example metrics of each example."""
+    rows = []
+    for i, (example, output) in enumerate(zip(examples, outputs.tokens)):
+        target = target_tokens(example)
+        values = {"sequence_accuracy": sequence_accuracy(output, target), "exact_match": exact_match(output, target)}
+        if forced is not None:
+            values["teacher_forced_accuracy"] = forced[i]
+        rows.append({name: values[name] for name in protocol.metrics})
+    return rows
+
+
+def _mean_rows(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {name: sum(row[name] for row in rows) / len(rows) for name in rows[0]}
+
+
+def _group_by_length(examples: list[Example]) -> dict[int, list[int]]:
+    groups = defaultdict(list)
+    for i, example in enumerate(examples):
+        groups[example.length].append(i)
+    return dict(sorted(groups.items()))
+
+
+class Scorer:
+    """Scores lists of examples with one protocol's metrics: per-example metrics or corpus text
+    metrics, as the card names them."""
+
+    def __init__(self, protocol: Protocol):
+        self.protocol = protocol
+
+    def outputs(self, model: Transformer, examples: list[Example], device: torch.device) -> tuple[Outputs, list]:
+        """The model's outputs, and what is scored of each example: its metrics (a dict), or its
+        detokenized output (text tasks)."""
+        outputs = predict(model, self.protocol, examples, device)
+        if self.protocol.text:
+            return outputs, [self.protocol.task.detokenize([t - FIRST_SYMBOL for t in ids if t >= FIRST_SYMBOL]) for ids in outputs.tokens]
+        forced = teacher_forced_accuracy(model, self.protocol, examples, device) if "teacher_forced_accuracy" in self.protocol.metrics else None
+        return outputs, example_metrics(self.protocol, examples, outputs, forced)
+
+    def pooled(self, examples: list[Example], scored: list) -> dict[str, float | None]:
+        """One score per metric over ``examples``: the corpus score, or the mean over examples."""
+        if self.protocol.text:
+            return text_scores(scored, [e.reference for e in examples], self.protocol.metrics)[0]
+        return {name: round(value, 5) for name, value in _mean_rows(scored).items()}
+
+    def per_length(self, examples: list[Example], scored: list) -> list[dict]:
+        """One entry per length: the length, its number of examples and its scores."""
+        return [{"length": length, "n": len(indices), "metrics": self.pooled([examples[i] for i in indices], [scored[i] for i in indices])}
+                for length, indices in _group_by_length(examples).items()]
+
+    def split_score(self, entries: list[dict], examples: list[Example], scored: list) -> dict[str, float | None]:
+        """The score of a split made of bucket ``entries`` (their examples and scores given
+        flat): corpus scores over all of them (text), else the mean over their lengths."""
+        if self.protocol.text:
+            return self.pooled(examples, scored)
+        lengths = [length for entry in entries for length in entry["lengths"]]
+        return {name: round(sum(length["metrics"][name] for length in lengths) / len(lengths), 5) for name in self.protocol.metrics}
+
+
+def _samples(protocol: Protocol, examples: list[Example], outputs: Outputs) -> list[dict]:
+    """The first few examples as text: source, target (the reference, for text tasks) and the
+    model's output, its EOS shown as ``<eos>`` (symbol tasks)."""
+    def text(ids) -> str:
+        symbols = [i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL]
+        if protocol.text:
+            return protocol.task.detokenize(symbols)
+        return " ".join([protocol.task.symbols[i] for i in symbols] + ["<eos>"] * (EOS in ids))
+
+    return [{"source": text([i + FIRST_SYMBOL for i in e.source]), "target": e.reference or text(target_tokens(e)), "output": text(o)}
+            for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]]
+
+
+def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, examples: list[Example],
+                 device: torch.device) -> tuple[dict, list]:
+    """The record's entry of one bucket, and the score of each of its examples (empty when the
+    encoding cannot represent the bucket). Lets the encoding plan for the bucket's longest
+    sequence first (e.g. switch RoPE scaling on: the longest target-length sequence, not the
+    output cap) and records the plan when there is one."""
+    entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
+    state = model.encoding.plan(max(protocol.gold_length(e) for e in examples))
+    if state:
+        entry["encoding_state"] = state
+    scorer = Scorer(protocol)
+    try:
+        with seeded(f"{protocol.eval_seed}:{bucket.label}", device):
+            outputs, scored = scorer.outputs(model, examples, device)
+    except PositionLimitError as error:
+        return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
+    entry.update(metrics=scorer.pooled(examples, scored), eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
+                 lengths=scorer.per_length(examples, scored), samples=_samples(protocol, examples, outputs))
+    return entry, scored
+
+
+def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
+    """Every bucket's entry, and the run's ``scores``: ``ID`` and ``OOD`` (and, for text
+    metrics, ``all``: the whole evaluation set), each None when a bucket of it could not be
+    scored, and ``unscored``: the labels of such buckets."""
+    scorer = Scorer(protocol)
+    entries, scored_by_bucket = [], []
+    for index, (bucket, examples) in enumerate(sets.items()):
+        entry, scored = bucket_entry(model, protocol, bucket, index, examples, device)
+        entries.append(entry)
+        scored_by_bucket.append(scored)
+    examples_by_bucket = list(sets.values())
+    splits = {"ID": [0], "OOD": list(range(1, len(entries)))}
+    if protocol.text:
+        splits["all"] = list(range(len(entries)))
+    scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
+    for split, indices in splits.items():
+        if not indices or any(entries[i]["metrics"] is None for i in indices):
+            scores[split] = None
+            continue
+        flat_examples = [e for i in indices for e in examples_by_bucket[i]]
+        flat_scores = [s for i in indices for s in scored_by_bucket[i]]
+        scores[split] = scorer.split_score([entries[i] for i in indices], flat_examples, flat_scores)
+    return entries, scores
+
+
+def validate(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+    """The ID validation score of every metric of the card (mean over the validation lengths,
+    or the corpus score), with its randomness seeded from the validation seed."""
+    model.encoding.plan(max(protocol.gold_length(e) for e in examples))
+    scorer = Scorer(protocol)
+    with seeded(f"{protocol.validation_seed}:validation", device):
+        _, scored = scorer.outputs(model, examples, device)
+    if protocol.text:
+        return scorer.pooled(examples, scored)
+    return scorer.split_score([{"lengths": scorer.per_length(examples, scored)}], examples, scored)
+

@@ -1,0 +1,142 @@
+"""Run records as tables (pandas), the shape the report and users work with.
+
+:func:`tables` turns records into three frames, keyed by ``run`` (``task/encoding/seed<k>``, with
+``@<hash>`` for a configuration of other settings):
+- ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
+  row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
+  target), steps, wall time, final loss, and what the report needs of its card;
+- ``scores``: one row per (run, where, metric): ``where`` is ``ID``, ``OOD`` or a bucket label;
+- ``lengths``: one row per (run, length, metric), protocol 2 only.
+
+Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`)
+is labelled ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets,
+steps, ...) and its encoding part the row (``rope@5e6f7a8b``), so that no configuration blanks
+or joins another; :func:`legend` says what each hash stands for. Protocol 1 records (schema 1)
+become rows of their own tables, with ``learned`` None and the OOD score that protocol used
+(the mean of the OOD buckets' scores).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .cards import parse_value, settings_hash
+
+
+@dataclass
+class Tables:
+    runs: pd.DataFrame
+    scores: pd.DataFrame
+    lengths: pd.DataFrame
+
+
+def _settings(record: dict) -> dict:
+    """The record's changed settings; for protocol 1 records, read from their overrides."""
+    if "settings" in record:
+        return record["settings"]
+    parsed = {}
+    for override in record.get("overrides", []):
+        key, _, raw = override.partition("=")
+        parsed[key.strip()] = parse_value(raw.strip())
+    return dict(sorted(parsed.items()))
+
+
+def split_settings(settings: dict) -> tuple[dict, dict]:
+    """(task settings, encoding settings) of a record's changed settings."""
+    encoding = {k: v for k, v in settings.items() if k.startswith("encoding.")}
+    return {k: v for k, v in settings.items() if k not in encoding}, encoding
+
+
+def _label(name: str, settings: dict) -> str:
+    config = settings_hash(settings)
+    return f"{name}@{config}" if config else name
+
+
+def protocol_of(record: dict) -> int:
+    return record.get("protocol", 1)
+
+
+def tables(records: list[dict]) -> Tables:
+    """The three frames of the successful records among ``records`` (see the module docstring)."""
+    runs, scores, lengths = [], [], []
+    for record in records:
+        if record.get("status") != "ok":
+            continue
+        task_settings, encoding_settings = split_settings(_settings(record))
+        table, encoding = _label(record["task"]["name"], task_settings), _label(record["encoding"]["name"], encoding_settings)
+        run = f"{table}/{encoding}/seed{record['seed']}"
+        runs.append(_run_row(record, run, table, encoding))
+        scores += [{"run": run, **row} for row in _score_rows(record)]
+        lengths += [{"run": run, "bucket": bucket["bucket"], "length": entry["length"], "n": entry["n"], "metric": name, "value": value}
+                    for bucket in record["buckets"] for entry in bucket.get("lengths", []) for name, value in entry["metrics"].items()]
+    columns = {"scores": ["run", "where", "order", "lo", "hi", "metric", "value"], "lengths": ["run", "bucket", "length", "n", "metric", "value"]}
+    return Tables(pd.DataFrame(runs), pd.DataFrame(scores, columns=columns["scores"]), pd.DataFrame(lengths, columns=columns["lengths"]))
+
+
+def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
+    training, split = record["training"], record["task"]["split"]
+    target = training.get("target")
+    return {
+        "run": run,
+        "task": record["task"]["name"],
+        "table": table,
+        "protocol": protocol_of(record),
+        "encoding": encoding,
+        "card": record["encoding"]["name"],
+        "seed": record["seed"],
+        "learned": None if target is None else training.get("steps_to_target") is not None,
+        "target": target,
+        "steps": training["steps"],
+        "steps_to_target": training.get("steps_to_target"),
+        "wall_seconds": training["wall_seconds"],
+        "final_loss": training["final_loss"],
+        "primary": record["task"]["metrics"]["primary"],
+        "metrics": tuple(record["task"]["metrics"]["names"]),
+        "architecture": record["model"]["architecture"],
+        "unit": split.get("unit", "tokens"),
+        "train_lo": split["train"][0],
+        "train_hi": split["train"][1],
+        "encoding_parameters": record["parameters"]["encoding"],
+        "threads": record["environment"]["threads"],
+        "device": record["environment"]["device"],
+        "git_commit": record.get("git_commit"),
+        "data_origin": record.get("data", {}).get("origin", "generated"),
+    }
+
+
+def _score_rows(record: dict) -> list[dict]:
+    """ID, OOD and per-bucket rows; protocol 1's ID and OOD read from its buckets."""
+    names, rows = record["task"]["metrics"]["names"], []
+    for order, bucket in enumerate(record["buckets"], start=2):
+        hi = bucket["hi"] if bucket["hi"] is not None else float("inf")
+        rows += [{"where": bucket["bucket"], "order": order, "lo": bucket["lo"], "hi": hi, "metric": name,
+                  "value": (bucket["metrics"] or {}).get(name)} for name in names]
+    scores = record.get("scores") or _protocol1_scores(record, names)
+    for order, where in enumerate(("ID", "OOD")):
+        values = scores.get(where) or {}
+        rows += [{"where": where, "order": order, "lo": None, "hi": None, "metric": name, "value": values.get(name)} for name in names]
+    return rows
+
+
+def _protocol1_scores(record: dict, names: list[str]) -> dict:
+    """Protocol 1's split scores: the ID bucket, and the plain mean of the OOD buckets (None when
+    one of them was not scored)."""
+    buckets = record["buckets"]
+    ood = [b["metrics"] for b in buckets if not b["in_distribution"]]
+    return {"ID": buckets[0]["metrics"] or {},
+            "OOD": {name: sum(m[name] for m in ood) / len(ood) for name in names} if ood and all(ood) else {}}
+
+
+def legend(records: list[dict]) -> dict[str, dict]:
+    """Every ``name@<hash>`` label among ``records`` and the settings it stands for."""
+    labels = {}
+    for record in records:
+        if record.get("status") != "ok":
+            continue
+        task_settings, encoding_settings = split_settings(_settings(record))
+        for name, settings in ((record["task"]["name"], task_settings), (record["encoding"]["name"], encoding_settings)):
+            if settings:
+                labels[_label(name, settings)] = settings
+    return dict(sorted(labels.items()))

@@ -1,0 +1,142 @@
+"""The validity section: published claims about length generalization, set beside what pebench
+measures, each with a verdict.
+
+Verdicts: *reproduced* (pebench's measurement agrees with the claim), *not reproduced* (it
+disagrees), *not comparable* (pebench has not measured what the claim needs: a task or encoding
+not run, or not learned ID on most runs). Every figure comes from the protocol 2 records of the
+cards' own settings, through the leaderboards' own numbers (:func:`pebench.report.leaderboard`),
+so the section changes only when the records do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+from tabulate import tabulate
+
+from .report import leaderboard, overall
+from .results import Tables
+
+SYNTHETIC = ("copy", "reverse", "sort", "addition")
+KAZEMNEJAD_ORDER = ("nope", "t5", "alibi", "rope", "sinusoidal")
+KAZEMNEJAD_MRR = {"nope": 0.687, "t5": 0.549, "alibi": 0.502, "rope": 0.330, "sinusoidal": 0.215}
+RANDOMIZED_PAIRS = {"randomized": "rope", "randomized_sinusoidal": "sinusoidal"}
+NEAR_ZERO = 0.05  # OOD exact match at or below this reads as "about 0"
+
+
+@dataclass
+class Verdict:
+    measured: str
+    verdict: str
+    why: str = ""
+
+
+@dataclass
+class Claim:
+    claim: str
+    source: str
+    published: str
+    check: Callable[[Tables], Verdict]
+
+
+def _board(table: Tables, task: str, metric: str | None = None) -> pd.DataFrame | None:
+    """The protocol 2 leaderboard of ``task`` at the cards' settings, indexed by encoding."""
+    runs = table.runs[(table.runs.task == task) & (table.runs.table == task) & (table.runs.protocol == 2)]
+    if runs.empty:
+        return None
+    return leaderboard(table, runs, metric or runs["primary"].iloc[0]).set_index("encoding")
+
+
+def _learned(board: pd.DataFrame, encoding: str) -> bool:
+    return encoding in board.index and bool(board.loc[encoding, "ranked"])
+
+
+def kazemnejad_order(table: Tables) -> Verdict:
+    runs = table.runs[table.runs.card.isin(KAZEMNEJAD_ORDER) & (table.runs.encoding == table.runs.card)
+                      & table.runs.task.isin(SYNTHETIC) & (table.runs.architecture == "decoder")]
+    ranking = overall(Tables(runs, table.scores, table.lengths))
+    if ranking.empty or set(ranking.encoding) != set(KAZEMNEJAD_ORDER):
+        return Verdict("—", "not comparable", "not every one of the five encodings has protocol 2 runs on the decoder-only synthetic tasks")
+    order = list(ranking.encoding)
+    measured = " > ".join(f"{e} {m:.3f}" for e, m in zip(ranking.encoding, ranking.MRR)) + f" (MRR over {', '.join(sorted(runs.task.unique()))})"
+    if order == list(KAZEMNEJAD_ORDER):
+        return Verdict(measured, "reproduced")
+    return Verdict(measured, "not reproduced", "the order differs: " + _swaps(order))
+
+
+def _swaps(order: list[str]) -> str:
+    """The published pairs whose order pebench reverses."""
+    wrong = [f"{a} < {b}" for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1 :] if order.index(a) > order.index(b)]
+    return ", ".join(wrong) + " here"
+
+
+def randomized_beats_base(table: Tables) -> Verdict:
+    cells, failed, missing = [], [], []
+    for task in ("copy", "reverse"):
+        board = _board(table, task)
+        for randomized, base in RANDOMIZED_PAIRS.items():
+            if board is None or not (_learned(board, randomized) and _learned(board, base)):
+                missing.append(f"{randomized}/{base} on {task}")
+                continue
+            ours, theirs = board.loc[randomized, "OOD mean"], board.loc[base, "OOD mean"]
+            cells.append(f"{task}: {randomized} {ours:.3f} vs {base} {theirs:.3f}")
+            if not ours > theirs:
+                failed.append(f"{randomized} <= {base} on {task}")
+    if not cells:
+        return Verdict("—", "not comparable", "no pair learned ID on copy or reverse: " + ", ".join(missing))
+    why = "; ".join(part for part in ("not the better on: " + ", ".join(failed) if failed else "",
+                                      "not learned or not run: " + ", ".join(missing) if missing else "") if part)
+    return Verdict("; ".join(cells), "not reproduced" if failed else "reproduced", why)
+
+
+def learned_fails_past_training(table: Tables) -> Verdict:
+    cells, high = [], []
+    for task in SYNTHETIC:
+        board = _board(table, task, "exact_match")
+        if board is None or not _learned(board, "learned"):
+            continue
+        value = board.loc["learned", "OOD mean"]
+        cells.append(f"{task} {value:.3f}")
+        if value > NEAR_ZERO:
+            high.append(task)
+    if not cells:
+        return Verdict("—", "not comparable", "learned did not learn ID on most runs of any synthetic task")
+    measured = "OOD exact match: " + ", ".join(cells)
+    return Verdict(measured, "not reproduced" if high else "reproduced", f"above {NEAR_ZERO} on {', '.join(high)}" if high else "")
+
+
+def nope_best_on_sort(table: Tables) -> Verdict:
+    board = _board(table, "sort")
+    if board is None or not _learned(board, "nope"):
+        return Verdict("—", "not comparable", "NoPE has no ranked protocol 2 runs on sort")
+    best = board["rank"].idxmin()
+    measured = f"sort OOD: nope {board.loc['nope', 'OOD mean']:.3f} (rank {board.loc['nope', 'rank']:g}); best {best} {board.loc[best, 'OOD mean']:.3f}"
+    if board.loc["nope", "rank"] == 1:
+        return Verdict(measured, "reproduced")
+    return Verdict(measured, "not reproduced", f"{best} extrapolates further than NoPE on sort at this scale")
+
+
+CLAIMS = (
+    Claim("NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
+          "Kazemnejad et al. 2023, arXiv:2305.19466 (NeurIPS)",
+          ", ".join(f"{e} {m}" for e, m in KAZEMNEJAD_MRR.items()) + " (their tasks, train <= 20, test 21-40, exact match)",
+          kazemnejad_order),
+    Claim("randomized positions beat their base encoding out of distribution",
+          "Ruoss et al. 2023, arXiv:2305.16843", "randomized > base on most tasks (encoder, per-sequence accuracy)",
+          randomized_beats_base),
+    Claim("learned absolute positions score about 0 past the training lengths",
+          "Ruoss et al. 2023; Kazemnejad et al. 2023", "about 0 beyond the trained positions", learned_fails_past_training),
+    Claim("NoPE extrapolates best on sort-like tasks", "Kazemnejad et al. 2023", "NoPE first on sorting", nope_best_on_sort),
+)
+
+
+def validity_section(table: Tables) -> str:
+    """The Markdown table of :data:`CLAIMS`: claim, source, published, pebench, verdict, why."""
+    rows = []
+    for claim in CLAIMS:
+        verdict = claim.check(table)
+        rows.append([claim.claim, claim.source, claim.published, verdict.measured, verdict.verdict, verdict.why or "—"])
+    return ("Published claims against pebench's protocol 2 records (OOD scores: the primary metric, mean over the runs that learned ID)\n\n"
+            + tabulate(rows, ["claim", "source", "published", "pebench", "verdict", "why it differs"], tablefmt="github") + "\n")

@@ -1,0 +1,112 @@
+"""Leaderboards from hand-made records whose tables are worked out by hand: intervals, the ID
+rule, mean reciprocal rank and its bootstrap interval, tables kept apart by their settings, and
+reports written all or nothing."""
+
+import math
+
+import pytest
+
+from pebench import report
+from pebench.report import interval, leaderboard, overall, write_reports
+from pebench.results import tables
+
+BUCKETS = [[1, 4], [5, 8]]
+
+
+def record(task, encoding, seed, ood, learned=True, settings=None, target=0.9, ood_metric=None):
+    """A protocol 2 record with ID score 1.0 (or 0.5 when not learned) and OOD score ``ood``."""
+    ood_metric = ood if ood_metric is None else ood_metric
+    id_score = 1.0 if learned else 0.5
+    return {
+        "schema": 2, "protocol": 2, "status": "ok", "seed": seed, "settings": settings or {}, "overrides": [],
+        "task": {"name": task, "metrics": {"names": ["sequence_accuracy", "exact_match"], "primary": "sequence_accuracy"},
+                 "split": {"train": [1, 4], "buckets": BUCKETS, "unit": "symbols"}},
+        "encoding": {"name": encoding, "plugin": encoding, "params": {}},
+        "training": {"target": target, "steps_to_target": (100 * (seed + 1) if learned else None) if target else None,
+                     "steps": 100, "wall_seconds": 1.0, "final_loss": 0.1},
+        "model": {"architecture": "decoder"}, "parameters": {"encoding": 0, "total": 10},
+        "environment": {"threads": 1, "device": "cpu"},
+        "buckets": [
+            {"bucket": "1-4", "lo": 1, "hi": 4, "in_distribution": True, "n": 4,
+             "metrics": {"sequence_accuracy": id_score, "exact_match": id_score},
+             "lengths": [{"length": n, "n": 1, "metrics": {"sequence_accuracy": id_score, "exact_match": id_score}} for n in range(1, 5)]},
+            {"bucket": "5-8", "lo": 5, "hi": 8, "in_distribution": False, "n": 4,
+             "metrics": {"sequence_accuracy": ood, "exact_match": ood_metric},
+             "lengths": [{"length": n, "n": 1, "metrics": {"sequence_accuracy": ood, "exact_match": ood_metric}} for n in range(5, 9)]},
+        ],
+        "scores": {"ID": {"sequence_accuracy": id_score, "exact_match": id_score}, "OOD": {"sequence_accuracy": ood, "exact_match": ood_metric}, "unscored": []},
+    }
+
+
+def test_interval_is_the_students_t_half_width():
+    # t(0.975, 2) = 4.302653 (tables); s = 0.1; 4.302653 * 0.1 / sqrt(3) = 0.248414
+    assert interval([0.1, 0.2, 0.3]) == pytest.approx(0.248414, abs=1e-6)
+    assert math.isnan(interval([0.5]))
+
+
+def toy_grid():
+    # t1: A's runs 0.9, 0.1, 0.1 (mean 0.367) against B's 0.5 (each run); C never learns ID.
+    # t2: A 0.8 > C 0.5 > B 0.2 in every run.
+    records = []
+    for seed in range(3):
+        records += [record("t1", "A", seed, [0.9, 0.1, 0.1][seed]), record("t1", "B", seed, 0.5), record("t1", "C", seed, 0.99, learned=False),
+                    record("t2", "A", seed, 0.8), record("t2", "B", seed, 0.2), record("t2", "C", seed, 0.5)]
+    return records
+
+
+def test_runs_that_did_not_learn_id_are_shown_marked_and_not_ranked():
+    table = tables(toy_grid())
+    board = leaderboard(table, table.runs[table.runs.task == "t1"], "sequence_accuracy").set_index("encoding")
+    assert board.loc["B", "rank"] == 1 and board.loc["A", "rank"] == 2 and math.isnan(board.loc["C", "rank"])
+    assert board.loc["C", "learned"] == 0 and not board.loc["C", "ranked"]
+    assert math.isnan(board.loc["C", "OOD mean"])  # no run learned ID: no OOD score shown
+    assert board.loc["A", "OOD mean"] == pytest.approx(1.1 / 3) and board.loc["A", "steps"] == 200  # median of 100, 200, 300
+    assert list(board.index) == ["B", "A", "C"]
+
+
+def test_mean_reciprocal_rank_and_its_bootstrap_interval_known_answers():
+    # Point: t1 ranks B 1, A 2 (C unranked: 0); t2 ranks A 1, C 2, B 3.
+    #   MRR A = (1/2 + 1) / 2 = 0.75, B = (1 + 1/3) / 2 = 0.667, C = (0 + 1/2) / 2 = 0.25.
+    # Bootstrap: only t1's A varies: A's resampled mean beats 0.5 when two or three of its three
+    # draws are the 0.9 run (p = 7/27), so A's MRR is 0.75 or 1 (interval 0.75-1) and B's is
+    # 0.667 or (1/2 + 1/3) / 2 = 0.417 (interval 0.417-0.667); C's is 0.25 in every resample.
+    result = overall(tables(toy_grid())).set_index("encoding")
+    assert result["MRR"].to_dict() == pytest.approx({"A": 0.75, "B": 2 / 3, "C": 0.25})
+    assert (result.loc["A", "MRR low"], result.loc["A", "MRR high"]) == pytest.approx((0.75, 1.0))
+    assert (result.loc["B", "MRR low"], result.loc["B", "MRR high"]) == pytest.approx((5 / 12, 2 / 3))
+    assert (result.loc["C", "MRR low"], result.loc["C", "MRR high"]) == pytest.approx((0.25, 0.25))
+    assert result.loc["C", "tasks ranked"] == 1 and result.loc["C", "tasks run"] == 2
+    assert list(result.index) == ["A", "B", "C"]
+
+
+def test_a_run_with_other_buckets_is_its_own_table_and_blanks_nothing(tmp_path):
+    records = toy_grid() + [record("t1", "A", 0, 0.0, settings={"split.buckets": [[1, 4], [5, 6], [7, 8]]})]
+    printed = write_reports(records, tmp_path / "boards")
+    assert "t1" in printed and "t1@" + report_label(records[-1]) in printed
+    assert overall(tables(toy_grid())).equals(overall(tables(records)))  # the overall ranks ignore the other table
+    legend = (tmp_path / "boards" / "legend.md").read_text()
+    assert "split.buckets=[[1, 4], [5, 6], [7, 8]]" in legend
+
+
+def report_label(record):
+    from pebench.cards import settings_hash
+
+    return settings_hash(record["settings"])
+
+
+def test_reports_are_written_all_or_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "boards"
+    write_reports(toy_grid(), out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+
+    def broken_plot(name, *args):
+        if name == "t2":
+            raise RuntimeError("disk full")
+        return real_plot(name, *args)
+
+    real_plot = report.plot
+    monkeypatch.setattr(report, "plot", broken_plot)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_reports([r for r in toy_grid() if r["encoding"]["name"] != "C"], out)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # t1's new files did not land
+    assert [p.name for p in tmp_path.iterdir()] == ["boards"]  # no staging folder left behind
