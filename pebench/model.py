@@ -193,7 +193,8 @@ class Transformer(nn.Module):
         """
         pos = self.encoding.positions(tokens.shape[1], tokens.device)
         source_pos = self.encoding.positions(source.shape[1], tokens.device) if source is not None else pos
-        self.encoding.prepare(int(max(pos.max(), source_pos.max())) + 1, tokens.device)  # once per pass
+        # once per pass, from the lengths alone (read on the host: no device sync)
+        self.encoding.prepare(max(tokens.shape[1], source.shape[1] if source is not None else 0), tokens.device)
         memory = self._encode(source, source_pos) if source is not None else None
         # Right padding under a causal mask: every key a real token may see is real (padding comes
         # after it), so the causal mask alone keeps padding out of real tokens' outputs; padded rows
@@ -204,7 +205,7 @@ class Transformer(nn.Module):
     def encode(self, source: Tensor) -> Memory:
         """The encoder's output for incremental decoding. source: ``[b, s_s]``."""
         pos = self.encoding.positions(source.shape[1], source.device)
-        self.encoding.prepare(int(pos.max()) + 1, source.device)
+        self.encoding.prepare(source.shape[1], source.device)
         return self._encode(source, pos)
 
     def decode(self, tokens: Tensor, pos: Tensor, cache: KVCache, memory: Memory | None = None) -> Tensor:

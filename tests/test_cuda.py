@@ -72,3 +72,27 @@ def test_attention_runs_on_fused_kernels_unless_the_encoding_owns_it(name):
             assert "aten::softmax" in ops and not ops & set(FUSED)
         else:
             assert ops & set(FUSED) and UNFUSED not in ops and "aten::softmax" not in ops, sorted(op for op in ops if "attention" in op or "softmax" in op)
+
+
+def test_floaters_training_solve_runs_as_a_cuda_graph_equal_to_the_eager_solve():
+    # The training grid (fixed for the run) is captured once, forward and backward, and replayed:
+    # its knots and gradients equal the eager loop's on the same device, to float round-off.
+    from pebench.encodings.flow import Flow
+    from pebench.model import ModelConfig
+
+    torch.manual_seed(0)
+    encoding = Flow(ModelConfig(d_model=64, n_heads=4, n_layers=2).geometry(256, 256), step_size=0.4).to(CUDA).train()
+    results = []
+    for graphed in (True, False):
+        encoding.zero_grad(set_to_none=True)
+        if graphed:
+            encoding.prepare(256, CUDA)
+            assert next(iter(encoding._graphed.values())) is not None, "capture failed: the solve ran eagerly"
+            knots = encoding._graphed[(encoding.grid_points(256), encoding.initial.device)](encoding.initial)
+        else:
+            knots = encoding.integrate(encoding.initial, 0, encoding.grid_points(256) - 1)
+        knots.square().sum().backward()
+        results.append((knots.detach().cpu(), [p.grad.detach().cpu() for p in encoding.parameters()]))
+    (graph_knots, graph_grads), (eager_knots, eager_grads) = results
+    assert relative_error(graph_knots, eager_knots) < 1e-6
+    assert all(relative_error(g, e) < 1e-5 for g, e in zip(graph_grads, eager_grads, strict=True))

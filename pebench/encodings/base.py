@@ -288,9 +288,12 @@ class PositionalEncoding(nn.Module):
             )
 
     def prepare(self, num_positions: int, device: torch.device) -> None:
-        """Called once per forward pass before any other hook, with the number of positions
-        (largest position index + 1) this pass uses. Encodings with per-pass state (FLOATER's
-        ODE solution) compute it here."""
+        """Called once per forward pass before any other hook, with a bound on the number of
+        positions (largest position index + 1) this pass uses: the model passes its longest
+        sequence's length, which bounds the default positions 0..L-1, read on the host (no
+        device sync); an encoding whose :meth:`positions` go further (randomized) passes its
+        own bound to the encodings it wraps. Encodings with per-pass state (FLOATER's ODE
+        solution) compute it here."""
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         """Token embeddings with position added. x: ``[b, s, d]``, pos: ``[s]``. Returns ``[b, s, d]``.

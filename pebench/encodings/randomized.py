@@ -79,7 +79,7 @@ class Randomized(PositionalEncoding):
         return torch.arange(length, device=device)
 
     def prepare(self, num_positions: int, device: torch.device) -> None:
-        self.inner.prepare(num_positions, device)
+        self.inner.prepare(self.max_position, device)  # its positions lie anywhere in [0, L)
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         return self.inner.embed(x, pos, stack)

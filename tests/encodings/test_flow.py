@@ -6,7 +6,7 @@ from torchdiffeq import odeint
 from pebench.encodings.base import Site
 from pebench.encodings.flow import Flow
 from pebench.model import ModelConfig
-from tests.helpers import build
+from tests.helpers import build, relative_error
 
 
 def flow(**params) -> Flow:
@@ -28,11 +28,39 @@ class Linear(nn.Module):
 def test_zero_dynamics_keep_the_initial_value():
     # FLOATER with h = 0: dp/dt = 0, so p(t_i) = p(0) at every position (paper sec. 3.2).
     encoding = flow()
-    for parameter in encoding.dynamics.parameters():
-        nn.init.zeros_(parameter)
+    encoding.dynamics = Linear(torch.zeros(8, 8))
     encoding.prepare(40, torch.device("cpu"))
     solution = encoding.solution(torch.arange(40))  # [40, C, d]
     torch.testing.assert_close(solution, encoding.initial.detach().expand(40, -1, -1), rtol=0, atol=0)
+
+
+def test_with_g_zero_the_bounded_flow_is_the_leak_alone():
+    # pebench's h = tanh(g) - p; with g = 0, dp/dt = -p: p(t) = p(0) e^(-t), by hand.
+    encoding = flow(delta=0.1, step_size=0.1).double()
+    for parameter in encoding.dynamics.parameters():
+        nn.init.zeros_(parameter)
+    encoding.prepare(30, torch.device("cpu"))
+    times = torch.arange(30, dtype=torch.float64)[:, None, None] * 0.1
+    expected = encoding.initial.detach() * torch.exp(-times)
+    # RK4's global error on e^(-t) at step 0.1: about t * 0.1^4 / 120, under 3e-6 relative for t <= 3
+    torch.testing.assert_close(encoding.solution(torch.arange(30)), expected, rtol=3e-6, atol=0)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0])
+def test_the_flow_stays_within_its_bound_at_any_length_for_any_weights(scale):
+    # Each component obeys dp_i/dt = tanh(.) - p_i <= 1 - p_i, so |p_i(t)| <= max(|p_i(0)|, 1):
+    # here over 4,000 positions (t up to 400), with weights up to 30x their initial scale and
+    # p(0) up to about 10. The RK4 solution at the knots keeps the bound; the cubic interpolant
+    # between them may overshoot it a little where the flow is stiff (0.057 measured at 30x).
+    encoding = flow(delta=0.1, step_size=0.4).eval()
+    with torch.no_grad():
+        for parameter in encoding.dynamics.parameters():
+            parameter.mul_(scale).add_(torch.randn_like(parameter) * 0.1 * scale)
+        encoding.initial.mul_(50)
+        encoding.prepare(4000, torch.device("cpu"))
+        bound = encoding.initial.abs().clamp(min=1)  # [C, d]
+        assert (encoding._knots.abs() <= bound + 1e-5).all()
+        assert (encoding._solution.abs() <= 1.1 * bound).all() and torch.isfinite(encoding._solution).all()
 
 
 class CubicInTime(nn.Module):
@@ -89,8 +117,8 @@ def test_positions_between_grid_points_are_exact_for_a_cubic_solution():
 
 
 def test_gradients_reach_dynamics_and_initial_values():
-    for adjoint in (False, True):
-        encoding = flow(adjoint=adjoint)
+    for backend, adjoint in (("pebench", False), ("torchdiffeq", False), ("torchdiffeq", True)):
+        encoding = flow(adjoint=adjoint, backend=backend)
         encoding.prepare(20, torch.device("cpu"))
         encoding.solution(torch.arange(20)).square().sum().backward()
         assert encoding.initial.grad is not None and encoding.initial.grad.abs().sum() > 0
@@ -99,7 +127,7 @@ def test_gradients_reach_dynamics_and_initial_values():
 
 
 def test_chunked_solve_matches_one_solver_call_in_values_and_gradients():
-    encoding = flow(delta=0.1).double()  # float64: the two orders of summation agree to round-off
+    encoding = flow(delta=0.1, backend="torchdiffeq").double()  # float64: the two orders of summation agree to round-off
     weights = torch.randn(100, *encoding.initial.shape, dtype=torch.float64)
     encoding.prepare(100, torch.device("cpu"))
     (encoding.solution(torch.arange(100)) * weights).sum().backward()
@@ -118,7 +146,7 @@ def test_adjoint_and_direct_gradients_agree():
     # the discrete forward solve. They agree once the grid is fine (here Delta / 5).
     grads = []
     for adjoint in (False, True):
-        encoding = flow(adjoint=adjoint, step_size=0.02)
+        encoding = flow(adjoint=adjoint, step_size=0.02, backend="torchdiffeq")
         encoding.prepare(20, torch.device("cpu"))
         encoding.solution(torch.arange(20)).square().sum().backward()
         grads.append(torch.cat([p.grad.flatten() for p in encoding.parameters()]))
@@ -195,9 +223,10 @@ def test_input_placement_adds_to_embeddings_only():
     assert model(tokens).shape == (2, 9, 20)
 
 
-def test_a_step_finer_than_delta_returns_the_solvers_values_at_every_position():
-    # 4 solver steps per position; 75 positions span three solver chunks (CHUNK = 32 knots)
-    encoding = flow(delta=0.1, step_size=0.025).double()
+@pytest.mark.parametrize("backend", ["pebench", "torchdiffeq"])
+def test_a_step_finer_than_delta_returns_the_solvers_values_at_every_position(backend):
+    # 4 solver steps per position; 75 positions span three torchdiffeq chunks (CHUNK = 32 knots)
+    encoding = flow(delta=0.1, step_size=0.025, backend=backend).double()
     encoding.prepare(75, torch.device("cpu"))
     times = torch.arange(75, dtype=torch.float64) * 0.1
     direct = odeint(encoding.dynamics, encoding.initial, times, method="rk4", options={"step_size": 0.025})
@@ -210,12 +239,69 @@ def test_whole_ratios_are_recognised_through_float_round_off(delta, step_size, p
     assert flow(delta=delta, step_size=step_size).positions_per_knot == positions_per_knot
 
 
+@pytest.mark.parametrize("steps", [(0.1, 0.1), (0.1, 0.4), (0.1, 0.025)])  # (delta, step_size): one step a knot, a step per 4 positions, 4 steps a position
+def test_the_host_timed_rk4_is_torchdiffeqs_rk4_in_values_and_every_gradient(steps):
+    # The pebench backend against torchdiffeq.odeint(method="rk4") on the same knots, float64:
+    # the same arithmetic (the 3/8 rule), so equal to 1e-10 in the solution and every gradient.
+    delta, step_size = steps
+    weights = None
+    results = []
+    for backend in ("pebench", "torchdiffeq"):
+        encoding = flow(delta=delta, step_size=step_size, backend=backend).double()
+        encoding.prepare(70, torch.device("cpu"))
+        solution = encoding.solution(torch.arange(70))
+        weights = torch.randn(solution.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) if weights is None else weights
+        (solution * weights).sum().backward()
+        results.append((solution.detach(), [p.grad.clone() for p in encoding.parameters()]))
+    (ours, our_grads), (theirs, their_grads) = results
+    torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+    for mine, reference in zip(our_grads, their_grads, strict=True):
+        torch.testing.assert_close(mine, reference, rtol=1e-10, atol=1e-12)
+
+
+def test_the_host_timed_rk4_agrees_with_torchdiffeq_in_float32():
+    values, gradients = [], []
+    for backend in ("pebench", "torchdiffeq"):
+        encoding = flow(backend=backend, step_size=0.4)
+        encoding.prepare(100, torch.device("cpu"))
+        solution = encoding.solution(torch.arange(100))
+        solution.square().sum().backward()
+        values.append(solution.detach())
+        gradients.append(torch.cat([p.grad.flatten() for p in encoding.parameters()]))
+    assert relative_error(values[0], values[1]) < 1e-5 and relative_error(gradients[0], gradients[1]) < 1e-5
+
+
+def test_training_solves_one_grid_for_the_whole_run():
+    # The grid covers the run's longest training sequence whatever the batch's length, so the
+    # solve has one shape (capturable) and reads no device value to size itself.
+    geometry = ModelConfig(d_model=8, n_heads=2, n_layers=1).geometry(200, 34)
+    encoding = Flow(geometry, step_size=0.4).train()
+    lengths = set()
+    for batch_length in (5, 17, 34):
+        encoding.prepare(batch_length, torch.device("cpu"))
+        lengths.add(encoding._solution.shape[0])
+    assert lengths == {34}
+    encoding.prepare(50, torch.device("cpu"))  # longer than any training sequence (a benchmark shape): covered too
+    assert encoding._solution.shape[0] == 50
+
+
+def test_a_position_state_that_is_not_finite_is_named_with_its_position_and_time():
+    encoding = flow(step_size=0.1).eval()
+    with torch.no_grad():
+        encoding.dynamics.outer.bias[0] = float("nan")
+        with pytest.raises(FloatingPointError, match=r"not finite from position 1 \(t = 0.1\) of 12 positions"):
+            encoding.prepare(12, torch.device("cpu"))
+
+
 @pytest.mark.parametrize("params, message", [
     ({"delta": 0.0}, "must be positive"),
     ({"step_size": -0.4}, "must be positive"),
     ({"placement": "output"}, "placement must be one of"),
     ({"step_size": 0.25}, r"whole multiple or a whole fraction of delta; got step_size=0.25, delta=0.1: set step_size too, e.g. to 0.4"),
     ({"step_size": 0.03}, "whole multiple or a whole fraction of delta"),
+    ({"backend": "scipy"}, "backend must be one of"),
+    ({"solver": "dopri5"}, "pebench backend solves with rk4 and direct gradients"),
+    ({"adjoint": True}, "for solver='rk4' or adjoint=true set backend=\"torchdiffeq\""),
 ])
 def test_bad_parameters_are_refused_with_the_reason(params, message):
     with pytest.raises(ValueError, match=message):
