@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import platform
 import statistics
@@ -56,12 +57,12 @@ from torch import nn
 
 from .cards import encoding_card, encoding_cards, task_card
 from .model import ModelConfig, Transformer
-from .records import write_atomically
+from .records import USER_RESULTS, write_atomically
 from .devices import autocast, resolve_device, sync_device
 from .train import build_encoding
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
-VARIANTS = {"flow+adjoint": ("flow", {"adjoint": True})}  # name -> (card, params it changes)
+VARIANTS = {"flow+adjoint": ("flow", {"backend": "torchdiffeq", "adjoint": True})}  # name -> (card, params it changes)
 VOCAB_SIZE = {"decoder": 256, "encoder_decoder": 8000}  # wmt_long's BPE vocabulary
 
 
@@ -184,12 +185,25 @@ class Bench:
         self.inputs = (self.tokens[:, :-1],) + ((source,) if shape.architecture == "encoder_decoder" else ())
         self.num_tokens = sum(t.numel() for t in self.inputs)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+        self.loss_checked = False
 
     def train_step(self) -> None:
+        """One training step. The first one (memory is measured there, before any timing)
+        checks that the loss is finite: a contender whose model diverges at this shape is
+        reported with that error, never timed.
+
+        Raises:
+            FloatingPointError: if the first step's loss is not finite.
+        """
         self.model.train()
         with autocast(self.device):
             logits = self.model(*self.inputs)
         loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), self.tokens[:, 1:].flatten())
+        if not self.loss_checked:  # once: a read of the loss syncs the device
+            value = loss.item()
+            if not math.isfinite(value):
+                raise FloatingPointError(f"the training loss of {self.contender.name} at {self.shape} is {value}: not timed")
+            self.loss_checked = True
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -487,14 +501,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, help="timed rounds after the warm-up round (default 10; 2 with --quick)")
     parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")
     parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    parser.add_argument("--threads", type=int, help="CPU threads of torch's operations (default: torch's own, the cores)")
     parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
-    parser.add_argument("--out", type=Path, help="where to save the tables (default: results/throughput, which pebench report reads; "
-                                                  "results/throughput/quick with --quick, so that a smoke test never replaces the figures)")
+    parser.add_argument("--results", type=Path, default=USER_RESULTS,
+                        help=f"results folder: the tables go to <results>/throughput, which pebench report reads, or to "
+                             f"<results>/throughput/quick with --quick, so that a smoke test never replaces the figures (default: ./{USER_RESULTS})")
+    parser.add_argument("--out", type=Path, help="the exact folder of the tables instead (e.g. results/throughput-gpu)")
 
 
 def output_folder(args: argparse.Namespace) -> Path:
-    """``--out``, else ``results/throughput`` (``results/throughput/quick`` with ``--quick``)."""
-    return args.out or Path("results/throughput") / ("quick" if args.quick else "")
+    """``--out``, else ``<results>/throughput`` (``<results>/throughput/quick`` with ``--quick``)."""
+    return args.out or Path(args.results) / "throughput" / ("quick" if args.quick else "")
 
 
 def parse_shapes(text: str) -> tuple[Shape, ...]:

@@ -13,19 +13,28 @@ import argparse
 import os
 import shutil
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 import torch
 from tabulate import tabulate
 
-from . import __version__, bench, execution, sweep
+from . import __version__, bench, checkpoints, execution, sweep
 from .cards import encoding_cards, task_cards
 from .data import DATA_ENV
-from .records import check_writable, load_records
-from .registry import UnknownNameError
+from .records import USER_RESULTS, check_writable, load_records
+from .registry import PluginConflictError, UnknownNameError
 from .report import write_reports
 from .devices import resolve_device
+
+
+RESULTS_HELP = (f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
+                "the committed grid, tables and benchmark: --results results)")
+
+
+THREADS_HELP = ("CPU threads of torch's operations (default: torch's own, the cores; recorded in each run): the order of "
+                "floating-point sums, so a run's numbers, depend on it")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,16 +47,28 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--task", required=True, help="task card name (see `pebench list`)")
     run_parser.add_argument("--seed", type=int, default=0)
     run_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
-    run_parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    run_parser.add_argument("--results", type=Path, default=USER_RESULTS, help=RESULTS_HELP)
     run_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                             help="override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05")
     run_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
-    run_parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    run_parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
+    run_parser.add_argument("--threads", type=int, help=THREADS_HELP)
+    run_parser.add_argument("--save-checkpoint", action="store_true", help="keep the trained weights (<results>/checkpoints/...), for pebench evaluate")
+
+    evaluate_parser = commands.add_parser("evaluate", help="score a saved model again at other lengths or decoding settings")
+    evaluate_parser.add_argument("record", type=Path, help="the run record of a run made with --save-checkpoint")
+    evaluate_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                                 help="split.buckets, split.eval_examples, split.eval_seed or decoding.*, e.g. 'split.buckets=[[1,16],[65,128]]'")
+    evaluate_parser.add_argument("--results", type=Path, default=USER_RESULTS, help=RESULTS_HELP)
+    evaluate_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    evaluate_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
+    evaluate_parser.add_argument("--threads", type=int, help=THREADS_HELP)
 
     commands.add_parser("list", help="list encodings and tasks")
 
     report_parser = commands.add_parser("report", help="leaderboards from the run records")
-    report_parser.add_argument("results", nargs="?", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    report_parser.add_argument("--results", dest="results_option", type=Path, help=RESULTS_HELP)
+    report_parser.add_argument("results", nargs="?", type=Path, default=USER_RESULTS, help="the results folder, as --results")
     report_parser.add_argument("--out", type=Path, help="where to write the tables (default: <results>/leaderboards)")
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
@@ -55,10 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     sweep_parser.add_argument("--seeds", default="0", help="seeds: 0,1,2 or 0-2 (default 0)")
     sweep_parser.add_argument("--retry-failed", action="store_true", help="run again the cells whose record says failed")
     sweep_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
-    sweep_parser.add_argument("--results", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    sweep_parser.add_argument("--results", type=Path, default=USER_RESULTS, help=RESULTS_HELP)
     sweep_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a card value in every run")
     sweep_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
-    sweep_parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    sweep_parser.add_argument("--quiet", action="store_true", help="no progress bars (there are none when stderr is not a terminal)")
+    sweep_parser.add_argument("--threads", type=int, help=THREADS_HELP)
+    sweep_parser.add_argument("--save-checkpoints", action="store_true", help="keep every run's trained weights (off by default: they take space)")
 
     bench_parser = commands.add_parser("bench", help="throughput of every encoding, side by side in one process")
     bench.add_arguments(bench_parser)
@@ -78,12 +101,27 @@ def command_run(args) -> int:
         return _fail(error)
     if planned.protocol.task.data:
         print(f"data: {', '.join(f'{k} {v}' for k, v in planned.protocol.task.data.items())}", file=sys.stderr)
-    record = execution.execute(planned, setup, device, not args.quiet, data_seconds)
+    record = execution.execute(planned, setup, device, not args.quiet, data_seconds, args.save_checkpoint)
     if record["status"] != "ok":
         error = record["error"]
         print(f"pebench: run failed: {error['type']}: {error['message']}\nrecord: {planned.path}", file=sys.stderr)
         return 1
     _print_run(record, planned.path)
+    return 0
+
+
+def command_evaluate(args) -> int:
+    if args.data_dir:
+        os.environ[DATA_ENV] = str(args.data_dir)
+    try:
+        device = resolve_device(args.device)
+        check_writable(args.results)
+        tick = time.perf_counter()
+        record, path = checkpoints.rescore(args.record, args.overrides, args.results, device)
+    except execution.BAD_INPUT as error:
+        return _fail(error)
+    _print_run(record, path)
+    print(f"scored from {record['evaluated_from']['checkpoint']} in {time.perf_counter() - tick:.1f} s, without training")
     return 0
 
 
@@ -130,6 +168,7 @@ def command_list(args) -> int:
 
 
 def command_report(args) -> int:
+    args.results = args.results_option or args.results
     records, skipped = load_records(args.results)
     for path, reason in skipped:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
@@ -156,7 +195,7 @@ def command_sweep(args) -> int:
     states = Counter(cell.state for cell in cells)
     print(f"pebench sweep: {len(tasks)} tasks x {len(encodings)} encodings x {len(cells) // (len(tasks) * len(encodings))} seeds = {len(cells)} runs "
           f"({', '.join(f'{n} {state}' for state, n in states.items())}); device {device}", file=sys.stderr)
-    summary = sweep.run_grid(cells, device, args.retry_failed, progress=not args.quiet)
+    summary = sweep.run_grid(cells, device, args.retry_failed, progress=not args.quiet, save_checkpoints=args.save_checkpoints)
     skipped = ", ".join(f"{n} {state}" for state, n in summary["skipped"].items()) or "none"
     print(f"\nsweep: {summary['ok']} runs ok, {len(summary['failed'])} failed, skipped {skipped}; {summary['seconds'] / 60:.1f} min")
     for label, error in summary["failed"]:
@@ -195,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     args.argv = argv
+    if getattr(args, "threads", None) is not None:
+        if args.threads < 1:
+            return _fail(ValueError(f"--threads must be at least 1; got {args.threads}"))
+        torch.set_num_threads(args.threads)
     # Denormal floats (below 1.2e-38) flush to zero on the CPU, as numerical libraries commonly
     # set: x86 cores take a slow path for every denormal operand, and gradients that shrink into
     # that range (a softmax saturated by FLOATER's large position biases at initialisation) slowed
@@ -202,10 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     # copy it when they start, so it is set here, before any torch work starts them.
     torch.set_flush_denormal(True)
     try:
-        return {"run": command_run, "list": command_list, "report": command_report, "bench": command_bench, "sweep": command_sweep}[args.command](args)
+        commands = {"run": command_run, "evaluate": command_evaluate, "list": command_list, "report": command_report, "bench": command_bench,
+                    "sweep": command_sweep}
+        return commands[args.command](args)
     except BrokenPipeError:  # `pebench list | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except PluginConflictError as error:  # found when plugins are first listed, by any command
+        return _fail(error)
     except KeyboardInterrupt:  # Ctrl-C: the run in progress is not recorded (records are written whole, at its end)
         print(f"\npebench {args.command}: interrupted; nothing was written for the work in progress", file=sys.stderr)
         return 130

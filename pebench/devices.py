@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import platform
+
 import torch
 
 
@@ -34,3 +36,15 @@ def sync_device(device: torch.device) -> None:
     """Wait for the device's queued work (CUDA), so that wall-clock timings are honest."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def environment(device: torch.device) -> dict:
+    """What a run's numbers depend on besides the code: torch, Python, the device, the CPU
+    threads, the platform (the record's ``environment``)."""
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
+        "threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+    }

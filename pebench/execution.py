@@ -19,14 +19,15 @@ from pathlib import Path
 
 import torch
 
+from . import checkpoints
 from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
 from .data import DataNotFoundError
 from .protocol import Protocol, resolve
 from .records import git_commit, json_safe, new_record, record_path, write_record
-from .registry import UnknownNameError
+from .registry import ENCODINGS, PluginConflictError, UnknownNameError, origin
 from .train import RunSetup, run, set_up
 
-BAD_INPUT = (UnknownNameError, ValueError, TypeError, RuntimeError, DataNotFoundError)
+BAD_INPUT = (UnknownNameError, PluginConflictError, ValueError, TypeError, RuntimeError, DataNotFoundError)
 
 
 @dataclass
@@ -57,7 +58,7 @@ class Planned:
 
     def new_record(self) -> dict:
         """The header of this run's record."""
-        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings)
+        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, origin(ENCODINGS, self.encoding["plugin"]))
 
 
 def _behaviour(card: dict) -> dict:
@@ -107,12 +108,15 @@ def prepare(planned: Planned) -> tuple[RunSetup, float]:
     return setup, planned.resolve_seconds + time.perf_counter() - tick
 
 
-def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float) -> dict:
-    """Train and evaluate, then write the record (``ok`` or ``failed``); return it."""
+def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float, save_checkpoint: bool = False) -> dict:
+    """Train and evaluate, then write the record (``ok`` or ``failed``); return it. With
+    ``save_checkpoint``, a successful run's weights are kept too (:mod:`pebench.checkpoints`)."""
     record = planned.new_record()
     try:
         record.update(run(planned.protocol, setup, planned.seed, device, progress))
         record["stages"] = {"data_seconds": round(data_seconds, 2), **record["stages"]}
+        if save_checkpoint:
+            record["checkpoint"] = checkpoints.save(setup.model, planned.path)
         record["status"] = "ok"
     except Exception as error:  # recorded, so a sweep can go on; Ctrl-C is not caught
         record_failure(record, error)

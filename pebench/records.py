@@ -30,6 +30,7 @@ from .cards import settings_hash
 from .protocol import PROTOCOL_VERSION
 
 SCHEMA_VERSION = 2
+USER_RESULTS = Path("pebench-results")  # where runs, reports and benchmarks go unless --results says otherwise
 
 
 def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
@@ -63,9 +64,10 @@ def json_safe(value):
     return value
 
 
-def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict) -> dict:
+def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict, plugin: dict) -> dict:
     """The header of a run record; the run fills in the rest. ``overrides`` are the user's
-    ``--set`` words as given, ``settings`` what they changed (the configuration's identity)."""
+    ``--set`` words as given, ``settings`` what they changed (the configuration's identity),
+    ``plugin`` the package that provides the encoding and its version."""
     return {
         "schema": SCHEMA_VERSION,
         "protocol": PROTOCOL_VERSION,
@@ -74,6 +76,7 @@ def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "task": task_card,
         "encoding": encoding_card,
+        "plugin": plugin,
         "overrides": list(overrides),
         "settings": settings,
         "config": settings_hash(settings),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 ENCODINGS = "pebench.encodings"
 TASKS = "pebench.tasks"
@@ -19,16 +19,53 @@ class UnknownNameError(LookupError):
     """A name that no card or plugin provides; the message lists the known names."""
 
 
+class PluginConflictError(RuntimeError):
+    """Two installed packages register one plugin name; the message names both."""
+
+
+@cache
+def _entries(group: str) -> dict[str, EntryPoint]:
+    """Every entry point of ``group`` by name.
+
+    Raises:
+        PluginConflictError: if two distributions (or two targets) register one name: which of
+            them would load would depend on the order packages were installed.
+    """
+    entries: dict[str, EntryPoint] = {}
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+        known = entries.get(entry.name)
+        if known is not None and (_distribution(known), known.value) != (_distribution(entry), entry.value):
+            raise PluginConflictError(
+                f"two installed packages register the plugin '{entry.name}' in {group}: {_distribution(known)} ({known.value}) "
+                f"and {_distribution(entry)} ({entry.value}); uninstall one, or rename its entry point")
+        entries[entry.name] = entry
+    return entries
+
+
+def _distribution(entry: EntryPoint) -> str:
+    return entry.dist.name if entry.dist is not None else "an unknown package"
+
+
+def origin(group: str, name: str) -> dict:
+    """The distribution that registers plugin ``name``, and its version (for run records)."""
+    entry = _entries(group)[name]
+    return {"distribution": _distribution(entry), "version": entry.dist.version if entry.dist is not None else None}
+
+
 @cache
 def plugins(group: str) -> dict[str, type]:
-    """Every loadable plugin class of an entry-point group, by entry-point name."""
+    """Every loadable plugin class of an entry-point group, by entry-point name.
+
+    Raises:
+        PluginConflictError: from :func:`_entries`, for a name two packages register.
+    """
     found = {}
-    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+    for name, entry in _entries(group).items():
         try:
-            found[entry.name] = entry.load()
+            found[name] = entry.load()
         except Exception as error:  # a broken plugin must not take the others down
             warnings.warn(
-                f"pebench: skipping plugin '{entry.name}' ({entry.value}) of group {group}: "
+                f"pebench: skipping plugin '{name}' ({entry.value}) of group {group}: "
                 f"{type(error).__name__}: {error}",
                 RuntimeWarning,
                 stacklevel=2,

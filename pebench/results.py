@@ -19,10 +19,12 @@ become rows of their own tables, with ``learned`` None and the OOD score that pr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from .cards import parse_value, settings_hash
+from .records import USER_RESULTS, load_records
 
 
 @dataclass
@@ -127,6 +129,33 @@ def _protocol1_scores(record: dict, names: list[str]) -> dict:
     ood = [b["metrics"] for b in buckets if not b["in_distribution"]]
     return {"ID": buckets[0]["metrics"] or {},
             "OOD": {name: sum(m[name] for m in ood) / len(ood) for name in names} if ood and all(ood) else {}}
+
+
+def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
+    """Every successful run under ``<results>/runs`` as one DataFrame: one row per run and
+    length (protocol 1 records, which kept no lengths: one row per bucket, ``length`` NaN), with
+    a column per metric (NaN where the task does not report it) and the run's metadata: task,
+    table and encoding labels (``name@<hash>`` for other settings), card, seed, protocol,
+    learned (reached the ID target; None without a target), target, steps, steps_to_target,
+    wall_seconds, final_loss, primary metric, architecture, length unit, training lengths,
+    the encoding's parameter count, threads, device, git_commit and data_origin. Files that are
+    not valid records are left out (``pebench report`` names them).
+
+    Example::
+
+        import pebench
+        frame = pebench.load_results("results")
+        frame.groupby(["task", "encoding", "length"])["sequence_accuracy"].mean()
+    """
+    records, _ = load_records(Path(results))
+    table = tables(records)
+    bucket_rows = table.scores[table.scores.order >= 2].rename(columns={"where": "bucket"}).assign(length=float("nan"), n=float("nan"))
+    protocol1 = table.runs.run[table.runs.protocol == 1]
+    per_length = pd.concat([table.lengths, bucket_rows[bucket_rows.run.isin(protocol1)][table.lengths.columns]], ignore_index=True)
+    wide = per_length.pivot_table(index=["run", "bucket", "length"], columns="metric", values="value", aggfunc="first", dropna=False)
+    counts = per_length.drop_duplicates(["run", "bucket", "length"]).set_index(["run", "bucket", "length"])["n"]
+    wide = wide.join(counts).reset_index().dropna(subset=[c for c in wide.columns], how="all")
+    return wide.merge(table.runs, on="run", how="left")
 
 
 def legend(records: list[dict]) -> dict[str, dict]:

@@ -99,7 +99,7 @@ def _raise_stop(signum, frame):
     raise Stop(f"signal {signum}")
 
 
-def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progress: bool = True) -> dict:
+def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progress: bool = True, save_checkpoints: bool = False) -> dict:
     """Run the cells that need it; return the summary: counts per outcome, the failures
     (label, error), wall seconds and whether the sweep was interrupted."""
     runs = [c.state in ("missing", "stale") or (retry_failed and c.state == "failed") for c in cells]
@@ -107,11 +107,11 @@ def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progre
     summary = {"skipped": Counter(cell.state for cell, needed in zip(cells, runs) if not needed), "ok": 0, "failed": [], "interrupted": False}
     started = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _raise_stop)
-    bar = tqdm(todo, desc="sweep", unit="run", disable=not progress)
+    bar = tqdm(todo, desc="sweep", unit="run", disable=None if progress else True)  # None: off when stderr is not a terminal
     try:
         for cell in bar:
             bar.set_postfix_str(cell.planned.label)
-            record = _run_cell(cell.planned, device, progress)
+            record = _run_cell(cell.planned, device, progress, save_checkpoints)
             if record["status"] == "ok":
                 summary["ok"] += 1
             else:
@@ -125,7 +125,7 @@ def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progre
     return summary
 
 
-def _run_cell(planned: Planned, device: torch.device, progress: bool) -> dict:
+def _run_cell(planned: Planned, device: torch.device, progress: bool, save_checkpoint: bool) -> dict:
     """One run as ``pebench run`` does it, except that a run whose set-up fails (missing data,
     an encoding that cannot represent the lengths, a plugin that raises) is recorded as failed
     too."""
@@ -135,5 +135,5 @@ def _run_cell(planned: Planned, device: torch.device, progress: bool) -> dict:
         record = execution.record_failure(planned.new_record(), error)
         write_record(planned.path, record)
         return record
-    return execution.execute(planned, setup, device, progress, data_seconds)
+    return execution.execute(planned, setup, device, progress, data_seconds, save_checkpoint)
 

@@ -32,7 +32,7 @@ from torch import nn
 from tqdm import tqdm
 
 from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
-from .devices import autocast, sync_device
+from .devices import autocast, environment, sync_device
 from .encodings.base import Geometry, PositionalEncoding
 from .evaluation import evaluate, validate
 from .model import Transformer
@@ -146,7 +146,7 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
     steps_to_target = None
     warmup = min(TIMING_WARMUP_STEPS, config.steps // 2)
     start = time.perf_counter()
-    bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=not progress, leave=False)
+    bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=None if progress else True, leave=False)  # None: off when stderr is not a terminal
     for step in bar:
         batch = pack(next(batches), protocol.model.architecture).to(device)
         sync_device(device)
@@ -250,13 +250,7 @@ def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, pr
             if value is not None:
                 finite(value, f"{name} on bucket {entry['bucket']}")
     return {
-        "environment": {
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "device": str(device) if device.type != "cuda" else torch.cuda.get_device_name(device),
-            "threads": torch.get_num_threads(),
-            "platform": platform.platform(),
-        },
+        "environment": environment(device),
         "parameters": model.parameter_counts(),
         "model": asdict(protocol.model),
         "training": training,

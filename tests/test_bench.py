@@ -35,8 +35,9 @@ def test_quick_benchmark_measures_every_contender_and_saves_the_tables(tmp_path)
 
 
 def test_a_quick_benchmark_never_replaces_the_figures_the_report_reads():
-    assert output_folder(_parser().parse_args(["bench"])) == Path("results/throughput")
-    assert output_folder(_parser().parse_args(["bench", "--quick"])) == Path("results/throughput/quick")
+    assert output_folder(_parser().parse_args(["bench"])) == Path("pebench-results/throughput")  # where `pebench report` reads
+    assert output_folder(_parser().parse_args(["bench", "--results", "results"])) == Path("results/throughput")
+    assert output_folder(_parser().parse_args(["bench", "--quick"])) == Path("pebench-results/throughput/quick")
     assert output_folder(_parser().parse_args(["bench", "--quick", "--out", "here"])) == Path("here")
 
 

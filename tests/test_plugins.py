@@ -96,3 +96,31 @@ def test_a_run_that_fails_is_recorded_as_failed_and_leaves_other_records_alone(t
     record = json.loads(failed.read_text())
     assert record["status"] == "failed" and record["error"]["type"] == "RuntimeError" and "Traceback" in record["error"]["traceback"]
     assert good.read_text() == before and not list(results.rglob("*.tmp"))
+
+
+def test_the_example_plugins_own_tests_run_the_conformance_kit_and_pass(installed_plugin):
+    env = {**os.environ, "PYTHONPATH": str(installed_plugin)}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLE / "tests")],
+                         capture_output=True, text=True, env=env, cwd=EXAMPLE, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "11 passed" in out.stdout  # 6 properties x 2 architectures, causality in the decoder only
+
+
+def test_two_packages_registering_one_name_are_refused_naming_both(installed_plugin, tmp_path):
+    rival = tmp_path / "rival_plugin-0.1.dist-info"
+    rival.mkdir()
+    (rival / "METADATA").write_text("Metadata-Version: 2.1\nName: rival-plugin\nVersion: 0.1\n")
+    (rival / "entry_points.txt").write_text("[pebench.encodings]\nlearned_slopes = rival_plugin:Slopes\n")
+    out = pebench("list", pythonpath=[installed_plugin, tmp_path])
+    assert out.returncode == 2, out.stdout
+    assert "two installed packages register the plugin 'learned_slopes'" in out.stderr
+    assert "pebench-plugin-example" in out.stderr.replace("_", "-") and "rival-plugin" in out.stderr.replace("_", "-")
+
+
+def test_the_record_names_the_plugins_package_and_every_parameter(installed_plugin, tmp_path):
+    out = pebench("run", "--encoding", "learned_slopes", "--task", "copy", "--results", str(tmp_path), "--quiet",
+                  "--set", "training.steps=5", "--set", "split.eval_examples=4", "--set", "split.validation_examples=4", pythonpath=[installed_plugin])
+    assert out.returncode == 0, out.stderr
+    [path] = (tmp_path / "runs" / "copy" / "learned_slopes").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["plugin"]["distribution"].replace("_", "-") == "pebench-plugin-example" and record["plugin"]["version"] == "0.1.0"

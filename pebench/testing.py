@@ -1,0 +1,196 @@
+"""A conformance kit for encoding plugins (the idea of scikit-learn's ``check_estimator``).
+
+Every built-in encoding passes these checks; a plugin should too. Each check builds small seeded
+models around the plugin, in every architecture it claims, and raises AssertionError naming the
+property that broke:
+
+- ``finite_gradients``: a training step's loss and every gradient are finite;
+- ``causality``: in a decoder, changing tokens after position i leaves the outputs up to i
+  unchanged (nothing leaks from the future);
+- ``batch_independence``: an example's outputs do not depend on the other examples of its batch
+  (the same example beside other examples of its length);
+- ``padding_invariance``: an example alone and the same example padded in a longer batch give
+  the same outputs (skipped for encodings that draw random positions at evaluation, whose
+  positions depend on the batch's length by design);
+- ``cached_decoding``: decoding token by token with cached keys and values gives the logits of
+  a full forward pass over the same positions;
+- ``max_positions``: an encoding with ``max_positions`` refuses one position more with
+  :class:`pebench.PositionLimitError` naming the length, and accepts ``max_positions``.
+
+Use it in pytest, one test per check::
+
+    import pebench.testing
+    from my_package import MyEncoding
+
+    @pytest.mark.parametrize("check", pebench.testing.checks(MyEncoding, {"alpha": 0.5}), ids=str)
+    def test_conformance(check):
+        check()
+
+or all at once: ``pebench.testing.check_encoding(MyEncoding)``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .batching import pack, prompts
+from .encodings.base import PositionalEncoding, PositionLimitError
+from .evaluation import seeded
+from .model import ModelConfig, Transformer
+from .tasks.base import Example
+
+ARCHITECTURES = ("decoder", "encoder_decoder")
+VOCAB = 24
+TOLERANCE = 1e-4  # relative, float32: outputs equal to round-off
+
+
+@dataclass(frozen=True)
+class Check:
+    """One property of one plugin in one architecture; call it to run it."""
+
+    name: str
+    architecture: str
+    run: Callable[[], None]
+
+    def __call__(self) -> None:
+        try:
+            self.run()
+        except AssertionError as error:
+            raise AssertionError(f"{self}: {error}") from None
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.architecture}]"
+
+
+def _model(cls: type[PositionalEncoding], params: dict, architecture: str, max_length: int = 64, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    config = ModelConfig(architecture=architecture, d_model=32, n_heads=4, n_layers=2, d_ff=64)
+    return Transformer(config, VOCAB, cls(config.geometry(max_length, 16), **params))
+
+
+def _examples(lengths: list[int], seed: int = 0) -> list[Example]:
+    rng = random.Random(seed)
+    return [Example(tuple(rng.randrange(VOCAB - 4) for _ in range(n)), tuple(rng.randrange(VOCAB - 4) for _ in range(n)), n) for n in lengths]
+
+
+def _close(value: torch.Tensor, reference: torch.Tensor, what: str) -> None:
+    error = ((value - reference).norm() / reference.norm().clamp_min(1e-12)).item()
+    assert error < TOLERANCE, f"{what} differ by {error:.2e} (relative; at most {TOLERANCE:g} allowed)"
+
+
+def _forward(model: Transformer, examples: list[Example], architecture: str) -> torch.Tensor:
+    batch = pack(examples, architecture)
+    with torch.no_grad(), seeded("pebench.testing", torch.device("cpu")):
+        return model(batch.tokens, batch.source)
+
+
+def finite_gradients(cls, params, architecture) -> None:
+    model = _model(cls, params, architecture).train()
+    batch = pack(_examples([3, 9, 6]), architecture)
+    logits = model(batch.tokens, batch.source)
+    loss = nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=-100)
+    loss.backward()
+    assert torch.isfinite(loss), f"the loss is {loss.item()}"
+    bad = [name for name, p in model.named_parameters() if p.grad is not None and not torch.isfinite(p.grad).all()]
+    assert not bad, f"gradients not finite in {', '.join(bad)}"
+
+
+def causality(cls, params, architecture) -> None:
+    model = _model(cls, params, architecture).eval()
+    tokens = torch.randint(4, VOCAB, (2, 12), generator=torch.Generator().manual_seed(0))
+    changed = tokens.clone()
+    changed[:, 7:] = (changed[:, 7:] - 3) % (VOCAB - 4) + 4  # other tokens from position 7 on
+    source = torch.randint(4, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1)) if architecture == "encoder_decoder" else None
+    with torch.no_grad(), seeded("causality", torch.device("cpu")):
+        before = model(tokens, source)
+    with torch.no_grad(), seeded("causality", torch.device("cpu")):
+        after = model(changed, source)
+    _close(after[:, :7], before[:, :7], "outputs at positions 0-6 after changing tokens 7-11 (the future leaks into the past)")
+
+
+def batch_independence(cls, params, architecture) -> None:
+    model = _model(cls, params, architecture).eval()
+    example, *companions = _examples([8, 8, 8, 8, 8])
+    with_some = _forward(model, [example, *companions[:2]], architecture)
+    with_others = _forward(model, [example, *companions[2:]], architecture)
+    _close(with_others[0], with_some[0], "an example's outputs beside other examples of its length")
+
+
+def padding_invariance(cls, params, architecture) -> None:
+    model = _model(cls, params, architecture).eval()
+    examples = _examples([3, 11, 7])
+    alone, batched = _forward(model, examples[:1], architecture), _forward(model, examples, architecture)
+    _close(batched[0, : alone.shape[1]], alone[0], "an example's outputs alone and padded in a longer batch")
+
+
+def cached_decoding(cls, params, architecture) -> None:
+    model = _model(cls, params, architecture).eval()
+    [example] = _examples([6])
+    if architecture == "decoder":
+        prompt, _ = prompts([example])
+        tokens = torch.cat((prompt, torch.randint(4, VOCAB, (1, 5), generator=torch.Generator().manual_seed(2))), dim=1)
+        source, memory = None, None
+    else:
+        tokens = torch.randint(4, VOCAB, (1, 8), generator=torch.Generator().manual_seed(2))
+        source = pack([example], architecture).source
+    with torch.no_grad(), seeded("cached", torch.device("cpu")):
+        full = model(tokens, source)
+    with torch.no_grad(), seeded("cached", torch.device("cpu")):  # random positions: drawn in the forward pass's order
+        pos = model.encoding.positions(tokens.shape[1], torch.device("cpu"))
+        if source is not None:
+            memory = model.encode(source)
+        cache, first = {}, 3
+        pieces = [model.decode(tokens[:, :first], pos[:first], cache, memory)]
+        pieces += [model.decode(tokens[:, i : i + 1], pos[i : i + 1], cache, memory) for i in range(first, tokens.shape[1])]
+    _close(torch.cat(pieces, 1), full, "logits of cached decoding and of a full forward pass over the same positions")
+
+
+def max_positions(cls, params, architecture) -> None:
+    model = _model(cls, params, architecture, max_length=40)
+    limit = model.encoding.max_positions
+    if limit is None:
+        return
+    model.encoding.positions(limit)
+    try:
+        model.encoding.positions(limit + 1)
+    except PositionLimitError as error:
+        assert str(limit + 1) in str(error), f"the error does not name the length asked for ({limit + 1}): {error}"
+        return
+    raise AssertionError(f"positions({limit + 1}) did not raise PositionLimitError (max_positions = {limit})")
+
+
+CHECKS = {f.__name__: f for f in (finite_gradients, causality, batch_independence, padding_invariance, cached_decoding, max_positions)}
+
+
+def _draws_at_evaluation(cls, params) -> bool:
+    """Whether the encoding's evaluation positions are random (two draws of one length differ)."""
+    encoding = _model(cls, params, "decoder").encoding.eval()
+    return not torch.equal(encoding.positions(30, torch.device("cpu")), encoding.positions(30, torch.device("cpu")))
+
+
+def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[str, ...] = ARCHITECTURES) -> list[Check]:
+    """Every check of the kit for the plugin class ``cls`` built with ``params``, per
+    architecture (``causality`` in the decoder-only one, where attention is causal)."""
+    params = dict(params or {})
+    random_positions = _draws_at_evaluation(cls, params)
+    found = []
+    for name, check in CHECKS.items():
+        for architecture in architectures:
+            if (name == "causality" and architecture != "decoder") or (name == "padding_invariance" and random_positions):
+                continue
+            found.append(Check(name, architecture, lambda check=check, architecture=architecture: check(cls, params, architecture)))
+    return found
+
+
+def check_encoding(cls: type[PositionalEncoding], params: dict | None = None) -> None:
+    """Run every check; raise AssertionError naming the first property that breaks."""
+    for check in checks(cls, params):
+        check()
+
+
+__all__ = ["CHECKS", "Check", "check_encoding", "checks"]
