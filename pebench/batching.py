@@ -5,6 +5,10 @@ Token ids: 0 padding, 1 BOS, 2 SEP, 3 EOS, then the task's symbols from 4 on.
   trained to predict ``target EOS`` (labels elsewhere are IGNORE).
 - encoder-decoder: the encoder reads ``source EOS``, the decoder reads ``BOS target`` and
   predicts ``target EOS``.
+- encoder-only (Delétang et al. 2023): the model reads ``source`` and one placeholder (the SEP
+  id) per output slot, and predicts at the placeholders ``target``, then EOS where the example
+  has more slots than target tokens (a task with an end token), the slots after EOS not scored
+  (IGNORE), as the authors mask what follows the termination token.
 Padding is on the right.
 Shapes: b batch, s sequence.
 """
@@ -20,6 +24,7 @@ from .model import PAD
 from .tasks.base import Example
 
 BOS, SEP, EOS = 1, 2, 3
+PLACEHOLDER = SEP  # an encoder-only model's output slot
 FIRST_SYMBOL = 4
 IGNORE = -100
 
@@ -64,6 +69,10 @@ def pack(examples: list[Example], architecture: str) -> Batch:
         prompt = [len(e.source) + 1 for e in examples]  # labels before SEP's successor are not scored
         labels = [[IGNORE] * p + row[p + 1 :] for row, p in zip(full, prompt)]
         return Batch(_pad([row[:-1] for row in full], PAD), _pad(labels, IGNORE), None)
+    if architecture == "encoder":
+        rows = [[*_symbols(e.source), *[PLACEHOLDER] * e.slots] for e in examples]
+        labels = [[IGNORE] * len(e.source) + _slot_labels(e) for e in examples]
+        return Batch(_pad(rows, PAD), _pad(labels, IGNORE), None)
     targets = [_symbols(e.target) for e in examples]
     return Batch(
         _pad([[BOS, *t] for t in targets], PAD),
@@ -78,13 +87,24 @@ def prompts(examples: list[Example]) -> tuple[Tensor, Tensor]:
     return _pad(rows, PAD), torch.tensor([len(row) for row in rows])
 
 
-def target_tokens(example: Example) -> list[int]:
-    """The tokens a model must output for ``example``: its target, then EOS."""
+def target_tokens(example: Example, architecture: str = "decoder") -> list[int]:
+    """The tokens a model must output for ``example``: its target, then EOS; one-pass
+    (encoder-only) outputs end with EOS only where the example has slots for it."""
+    if architecture == "encoder" and example.slots == len(example.target):
+        return _symbols(example.target)
     return [*_symbols(example.target), EOS]
+
+
+def _slot_labels(example: Example) -> list[int]:
+    """The labels of an encoder-only example's slots: the target tokens, IGNORE after them."""
+    scored = target_tokens(example, "encoder")
+    return scored + [IGNORE] * (example.slots - len(scored))
 
 
 def packed_length(example: Example, architecture: str) -> int:
     """The longest sequence (either stack) the model reads for ``example``."""
     if architecture == "decoder":
         return len(example.source) + len(example.target) + 2
+    if architecture == "encoder":
+        return len(example.source) + example.slots
     return max(len(example.source), len(example.target)) + 1

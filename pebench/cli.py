@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     report_parser.add_argument("--out", type=Path, help="where to write the tables (default: <results>/leaderboards)")
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
-    sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks, or all (default)")
+    sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real), or all (default)")
     sweep_parser.add_argument("--seeds", default="0", help="seeds: 0,1,2 or 0-2 (default 0)")
     sweep_parser.add_argument("--retry-failed", action="store_true", help="run again the cells whose record says failed")
     sweep_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
@@ -160,10 +160,12 @@ def _print_run(record: dict, path: Path) -> None:
 def command_list(args) -> int:
     encodings = [[name, card["plugin"], card["description"], card["reference"]] for name, card in encoding_cards().items()]
     print(tabulate(encodings, headers=["encoding", "plugin", "description", "reference"]))
-    tasks = [[name, card["family"], f"{card['split']['train'][0]}-{card['split']['train'][1]} {card['split'].get('unit', '')}",
-              card["metrics"]["primary"], card["description"]] for name, card in task_cards().items()]
+    cards = sorted(task_cards().items(), key=lambda item: (item[1].get("suite", ""), item[0]))
+    tasks = [[card.get("suite", ""), name, card["model"]["architecture"], f"{card['split']['train'][0]}-{card['split']['train'][1]} {card['split'].get('unit', '')}",
+              card["metrics"]["primary"], card["description"]] for name, card in cards]
     print()
-    print(tabulate(tasks, headers=["task", "family", "train lengths", "primary", "description"]))
+    print(tabulate(tasks, headers=["suite", "task", "model", "train lengths", "primary", "description"]))
+    print("\n(a suite's name selects its tasks: pebench sweep --tasks chomsky)")
     return 0
 
 

@@ -79,20 +79,33 @@ def predict(model: Transformer, protocol: Protocol, examples: list[Example], dev
         sync_device(device)
         tick = time.perf_counter()
         with autocast(device):
-            if protocol.model.architecture == "decoder":
-                prompt, lengths = prompts(batch)
-                generated = continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding)
-                processed += int(lengths.sum())
-            else:
-                source = pack(batch, protocol.model.architecture).source.to(device)
-                generated = generate(model, source, protocol.decoding)
-                processed += int((source != PAD).sum())
+            generated, read = _outputs(model, protocol, batch, device)
         sync_device(device)
         seconds += time.perf_counter() - tick
-        processed += sum(map(len, generated))
+        processed += read + (sum(map(len, generated)) if protocol.model.architecture != "encoder" else 0)
         for i, ids in zip(chunk, generated):
             tokens[i] = ids
     return Outputs(tokens, seconds, processed)
+
+
+def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], device: torch.device) -> tuple[list[list[int]], int]:
+    """The outputs of one batch, by the architecture's way, and the input tokens read."""
+    architecture = protocol.model.architecture
+    if architecture == "encoder":
+        return one_pass(model, batch, device), sum(len(e.source) + e.slots for e in batch)
+    if architecture == "decoder":
+        prompt, lengths = prompts(batch)
+        return continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding), int(lengths.sum())
+    source = pack(batch, architecture).source.to(device)
+    return generate(model, source, protocol.decoding), int((source != PAD).sum())
+
+
+def one_pass(model: Transformer, examples: list[Example], device: torch.device) -> list[list[int]]:
+    """An encoder-only model's outputs: the argmax at each example's slots, as many as its
+    target tokens (the slots after an end token are not scored)."""
+    batch = pack(examples, "encoder").to(device)
+    predicted = model(batch.tokens).argmax(-1).tolist()
+    return [row[len(e.source) : len(e.source) + len(target_tokens(e, "encoder"))] for row, e in zip(predicted, examples)]
 
 
 @torch.no_grad()
@@ -115,7 +128,7 @@ def example_metrics(protocol: Protocol, examples: list[Example], outputs: Output
     """The card's per-example metrics of each example."""
     rows = []
     for i, (example, output) in enumerate(zip(examples, outputs.tokens)):
-        target = target_tokens(example)
+        target = target_tokens(example, protocol.model.architecture)
         values = {"sequence_accuracy": sequence_accuracy(output, target), "exact_match": exact_match(output, target)}
         if forced is not None:
             values["teacher_forced_accuracy"] = forced[i]
@@ -179,7 +192,8 @@ def _samples(protocol: Protocol, examples: list[Example], outputs: Outputs) -> l
             return protocol.task.detokenize(symbols)
         return " ".join([protocol.task.symbols[i] for i in symbols] + ["<eos>"] * (EOS in ids))
 
-    return [{"source": text([i + FIRST_SYMBOL for i in e.source]), "target": e.reference or text(target_tokens(e)), "output": text(o)}
+    return [{"source": text([i + FIRST_SYMBOL for i in e.source]), "target": e.reference or text(target_tokens(e, protocol.model.architecture)),
+             "output": text(o)}
             for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]]
 
 

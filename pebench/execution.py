@@ -61,10 +61,13 @@ class Planned:
         return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, origin(ENCODINGS, self.encoding["plugin"]))
 
 
+PROSE = ("description", "reference", "suite")  # a card's words about itself: they change no result
+
+
 def _behaviour(card: dict) -> dict:
     """A card as stored in records, without its prose."""
     stored = json.loads(json.dumps(json_safe(card)))
-    return {key: value for key, value in stored.items() if key not in ("description", "reference")}
+    return {key: value for key, value in stored.items() if key not in PROSE}
 
 
 def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path,

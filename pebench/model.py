@@ -1,4 +1,5 @@
-"""The transformer every encoding is trained in: pre-LN, decoder-only or encoder-decoder.
+"""The transformer every encoding is trained in: pre-LN, decoder-only, encoder-decoder or
+encoder-only.
 
 Pre-LN blocks (Xiong et al. 2020, arXiv:2002.04745): x + Attn(LN(x)), then x + FFN(LN(x)),
 a final LayerNorm, GELU feed-forward, token embeddings scaled by sqrt(d) (Vaswani et al. 2017,
@@ -6,6 +7,9 @@ sec. 3.4) and tied with the output projection. Position enters only through the 
 encoding plugin (see :mod:`pebench.encodings.base`); attention runs on
 ``torch.nn.functional.scaled_dot_product_attention`` unless the plugin owns it.
 
+The encoder-only model (Delétang et al. 2023's format) reads the input followed by one
+placeholder per output position with bidirectional attention and predicts every output token at
+its placeholder in one pass; its logits are per position, not shifted.
 Padding is on the right and token id 0. Padded keys never receive weight from a real token (in
 causal self-attention they lie in its future; encoder and cross-attention mask them); every
 query row keeps at least one allowed key (position 0 is never padding, and causal rows see
@@ -25,13 +29,14 @@ from torch import Tensor, nn
 from .encodings.base import Geometry, PositionalEncoding, Site, autocast_state, causal_mask
 
 PAD = 0
-ARCHITECTURES = ("decoder", "encoder_decoder")
+ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Model shape. ``architecture`` is ``"decoder"`` (causal, decoder-only) or
-    ``"encoder_decoder"``; ``n_layers`` counts the blocks of each stack."""
+    """Model shape. ``architecture`` is ``"decoder"`` (causal, decoder-only),
+    ``"encoder_decoder"`` or ``"encoder"`` (bidirectional, one-pass outputs); ``n_layers``
+    counts the blocks of each stack."""
 
     architecture: str = "decoder"
     d_model: int = field(default=64, metadata={"at_least": 1})  # metadata: the range a task card may set
@@ -51,6 +56,8 @@ class ModelConfig:
         if self.architecture == "decoder":
             return tuple(Site("decoder", i, "self") for i in range(self.n_layers))
         encoder = [Site("encoder", i, "self") for i in range(self.n_layers)]
+        if self.architecture == "encoder":
+            return tuple(encoder)
         decoder = [Site("decoder", i, kind) for i in range(self.n_layers) for kind in ("self", "cross")]
         return tuple(encoder + decoder)
 
@@ -174,23 +181,29 @@ class Transformer(nn.Module):
         self.config, self.encoding = config, encoding
         self.embedding = nn.Embedding(vocab_size, config.d_model, padding_idx=PAD)
         nn.init.normal_(self.embedding.weight, std=config.d_model**-0.5)
-        encoder_decoder = config.architecture == "encoder_decoder"
-        self.encoder = nn.ModuleList(Block(config, "encoder", i, False) for i in range(config.n_layers)) if encoder_decoder else None
-        self.encoder_norm = nn.LayerNorm(config.d_model) if encoder_decoder else None
-        self.decoder = nn.ModuleList(Block(config, "decoder", i, encoder_decoder) for i in range(config.n_layers))
-        self.decoder_norm = nn.LayerNorm(config.d_model)
+        encoder_decoder, has_encoder = config.architecture == "encoder_decoder", config.architecture != "decoder"
+        self.encoder = nn.ModuleList(Block(config, "encoder", i, False) for i in range(config.n_layers)) if has_encoder else None
+        self.encoder_norm = nn.LayerNorm(config.d_model) if has_encoder else None
+        has_decoder = config.architecture != "encoder"
+        self.decoder = nn.ModuleList(Block(config, "decoder", i, encoder_decoder) for i in range(config.n_layers)) if has_decoder else None
+        self.decoder_norm = nn.LayerNorm(config.d_model) if has_decoder else None
 
     def forward(self, tokens: Tensor, source: Tensor | None = None) -> Tensor:
-        """Next-token logits for whole sequences (training, teacher-forced evaluation).
+        """Logits for whole sequences (training, teacher-forced evaluation, one-pass outputs).
 
         Args:
-            tokens: decoder input ``[b, s_t]`` long, right-padded with 0.
+            tokens: decoder input ``[b, s_t]`` long, right-padded with 0 (the encoder-only
+                model's whole input: the source and its placeholders).
             source: encoder input ``[b, s_s]`` (encoder-decoder only), right-padded with 0.
         Returns:
-            ``[b, s_t, V]`` logits; row i predicts token i + 1.
+            ``[b, s_t, V]`` logits; row i predicts token i + 1 (encoder-only: token i).
         Raises:
             PositionLimitError: if the encoding cannot represent the sequence length.
         """
+        if self.decoder is None:  # encoder-only: bidirectional, padded keys masked
+            pos = self.encoding.positions(tokens.shape[1], tokens.device)
+            self.encoding.prepare(tokens.shape[1], tokens.device)
+            return self._encode(tokens, pos).states @ self.embedding.weight.T  # [b, s, V]
         pos = self.encoding.positions(tokens.shape[1], tokens.device)
         source_pos = self.encoding.positions(source.shape[1], tokens.device) if source is not None else pos
         # once per pass, from the lengths alone (read on the host: no device sync)

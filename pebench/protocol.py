@@ -83,6 +83,7 @@ class Protocol:
     decoding: DecodingConfig
     validation_examples: int = VALIDATION_EXAMPLES
     validation_seed: int = 0
+    per_length: bool = False
 
     @property
     def text(self) -> bool:
@@ -96,13 +97,18 @@ class Protocol:
             ValueError: if a bucket has no example.
         """
         sets = {
-            bucket: self.task.evaluation_examples(random.Random(f"{self.eval_seed}:{bucket.label}"), bucket, self.eval_examples)
+            bucket: self.task.evaluation_examples(random.Random(f"{self.eval_seed}:{bucket.label}"), bucket, self.examples_in(bucket))
             for bucket in self.buckets
         }
         empty = [bucket.label for bucket, examples in sets.items() if not examples]
         if empty:
             raise ValueError(f"task '{self.name}': no evaluation example has a length in bucket(s) {', '.join(empty)}; change split.buckets")
         return sets
+
+    def examples_in(self, bucket: LengthBucket) -> int:
+        """How many evaluation examples ``bucket`` draws: ``eval_examples``, or that many per
+        length with ``per_length`` (0: every example of a fixed evaluation set)."""
+        return self.eval_examples * len(bucket.lengths) if self.per_length and self.eval_examples else self.eval_examples
 
     def validation_set(self) -> list[Example]:
         """The ID validation examples: ``validation_examples`` at the training lengths, drawn
@@ -130,7 +136,9 @@ class Protocol:
         """The longest sequence (tokens, either stack) the model reads for ``example``,
         decoding's length cap included: ``BOS source SEP`` and the capped output in a
         decoder-only model; the source with EOS, or BOS and the capped output, in an
-        encoder-decoder."""
+        encoder-decoder; the source and its output slots in an encoder-only model."""
+        if self.model.architecture == "encoder":  # one pass: no output cap
+            return packed_length(example, "encoder")
         cap = self.decoding.max_output_length(len(example.source) + 1)  # the source's end marker counts
         if self.model.architecture == "decoder":
             return len(example.source) + 2 + cap
@@ -138,7 +146,7 @@ class Protocol:
 
 
 SECTION_KEYS = {
-    "split": ("unit", "train", "buckets", "eval_examples", "eval_seed", "validation_examples", "validation_seed"),
+    "split": ("unit", "train", "buckets", "eval_examples", "per_length", "eval_seed", "validation_examples", "validation_seed"),
     "metrics": ("names", "primary"),
     **{name: tuple(f.name for f in fields(cls)) for name, cls in (("model", ModelConfig), ("training", TrainingConfig), ("decoding", DecodingConfig))},
 }  # every key a task card may set, by section (a card's [params] are its task family's)
@@ -148,18 +156,20 @@ def _is_text(metric_names) -> bool:
     return any(name in TEXT_METRICS for name in metric_names)
 
 
-def length_bucket(bounds, what: str) -> LengthBucket:
-    """A card's ``[lo, hi]`` (hi may be TOML's ``inf``) as a bucket; ``what`` names it in errors."""
-    if not isinstance(bounds, list) or len(bounds) != 2:
-        raise ValueError(f"{what} must be [lo, hi] (hi may be inf); got {bounds!r}")
-    lo, hi = bounds
+def length_bucket(bounds, what: str, spread: bool = True) -> LengthBucket:
+    """A card's ``[lo, hi]`` (hi may be TOML's ``inf``), or with ``spread`` ``[lo, hi, step]``
+    (every step-th length from lo), as a bucket; ``what`` names it in errors."""
+    forms = "[lo, hi] or [lo, hi, step]" if spread else "[lo, hi]"
+    if not isinstance(bounds, list) or len(bounds) not in ((2, 3) if spread else (2,)):
+        raise ValueError(f"{what} must be {forms} (hi may be inf); got {bounds!r}")
+    lo, hi, step = (*bounds, 1)[:3]
     unbounded = hi == math.inf
-    if not _is_whole(lo) or not (unbounded or _is_whole(hi)):
+    if not _is_whole(lo) or not (unbounded or _is_whole(hi)) or not _is_whole(step):
         raise ValueError(f"{what} bounds must be whole numbers (hi may be inf); got {bounds!r}")
     hi = None if unbounded else hi
-    if lo < 1 or (hi is not None and hi < lo):
-        raise ValueError(f"{what} {bounds} is empty: lengths start at 1 and need lo <= hi")
-    return LengthBucket(lo, hi)
+    if lo < 1 or (hi is not None and hi < lo) or step < 1:
+        raise ValueError(f"{what} {bounds} is empty: lengths start at 1 and need lo <= hi (and a step of at least 1)")
+    return LengthBucket(lo, hi, step)
 
 
 def _is_whole(value) -> bool:
@@ -222,7 +232,7 @@ def resolve(card: dict) -> Protocol:
         UnknownNameError: for a task family that no plugin provides.
     """
     split = card["split"]
-    train = length_bucket(split["train"], "split.train")
+    train = length_bucket(split["train"], "split.train", spread=False)
     if train.hi is None:
         raise ValueError("split.train needs a finite upper bound: training lengths define what is in distribution")
     buckets = [length_bucket(b, f"split.buckets[{i}]") for i, b in enumerate(split["buckets"])]
@@ -246,6 +256,7 @@ def resolve(card: dict) -> Protocol:
         raise ValueError(f"metrics are either text metrics ({', '.join(TEXT_METRICS)}) or per-example ones ({', '.join(EXAMPLE_METRICS)}); got {metrics['names']}")
     for key in ("eval_examples", "eval_seed", "validation_examples", "validation_seed"):
         check_type(f"split.{key}", split.get(key, 0), int)
+    check_type("split.per_length", split.get("per_length", False), bool)
     if split["eval_examples"] < 0:
         raise ValueError(f"split.eval_examples must be at least 1 (or 0: every example of a fixed evaluation set); got {split['eval_examples']}")
     if split.get("validation_examples", VALIDATION_EXAMPLES) < 1:
@@ -274,4 +285,5 @@ def resolve(card: dict) -> Protocol:
         decoding=decoding,
         validation_examples=split.get("validation_examples", VALIDATION_EXAMPLES),
         validation_seed=split.get("validation_seed", int(split["eval_seed"]) + 1),
+        per_length=split.get("per_length", False),
     )

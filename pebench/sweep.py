@@ -38,13 +38,19 @@ class Cell:
 
 
 def names(requested: str, known: dict, kind: str) -> list[str]:
-    """``"all"`` or a comma-separated list of names, checked later by :func:`plan_grid`."""
+    """``"all"`` or a comma-separated list of names, checked later by :func:`plan_grid`; a
+    suite's name (a task card's ``suite``: ``chomsky``, ``synthetic``, ``real``) stands for its
+    tasks."""
     if requested == "all":
         return list(known)
     chosen = [name.strip() for name in requested.split(",") if name.strip()]
     if not chosen:
         raise ValueError(f"--{kind} needs 'all' or a comma-separated list of names; got {requested!r}")
-    return chosen
+    suites = {}
+    for name, card in known.items():
+        suites.setdefault(card.get("suite"), []).append(name)
+    expanded = [member for name in chosen for member in (suites[name] if name not in known and name in suites else [name])]
+    return list(dict.fromkeys(expanded))
 
 
 def seeds(requested: str) -> list[int]:

@@ -19,28 +19,50 @@ from typing import ClassVar
 
 @dataclass(frozen=True)
 class Example:
-    """One input/output pair, as symbol ids, with its length in the task's unit, and for
-    tasks scored on text (BLEU, chrF) the raw reference translation."""
+    """One input/output pair, as symbol ids, with its length in the task's unit; for tasks
+    scored on text (BLEU, chrF) the raw reference translation; and the number of output slots
+    an encoder-only model gets (``output_slots``; default: one per target symbol, and one more
+    for the end token of a task that has one)."""
 
     source: tuple[int, ...]
     target: tuple[int, ...]
     length: int
     reference: str = ""
+    output_slots: int | None = None
+
+    @property
+    def slots(self) -> int:
+        """Output slots in the encoder-only format: ``output_slots``, else one per target symbol."""
+        return len(self.target) if self.output_slots is None else self.output_slots
 
 
 @dataclass(frozen=True)
 class LengthBucket:
-    """Lengths lo..hi inclusive; ``hi=None`` means unbounded."""
+    """Lengths lo..hi inclusive, every ``step``-th from lo (a spread of long lengths, as
+    Delétang et al. evaluate); ``hi=None`` means unbounded."""
 
     lo: int
     hi: int | None
+    step: int = 1
 
     def __contains__(self, length: int) -> bool:
-        return self.lo <= length and (self.hi is None or length <= self.hi)
+        return self.lo <= length and (self.hi is None or length <= self.hi) and (length - self.lo) % self.step == 0
 
     @property
     def label(self) -> str:
-        return f"{self.lo}+" if self.hi is None else f"{self.lo}-{self.hi}"
+        span = f"{self.lo}+" if self.hi is None else f"{self.lo}-{self.hi}"
+        return span if self.step == 1 else f"{span} by {self.step}"
+
+    @property
+    def lengths(self) -> range:
+        """The lengths of a bounded bucket.
+
+        Raises:
+            ValueError: if the bucket has no upper bound.
+        """
+        if self.hi is None:
+            raise ValueError(f"the lengths of bucket '{self.label}' have no end: give it an upper bound")
+        return range(self.lo, self.hi + 1, self.step)
 
 
 class Task(ABC):

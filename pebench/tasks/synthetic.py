@@ -33,20 +33,20 @@ class SyntheticTask(Task):
 
     def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
         while True:
-            yield self.sample(rng, rng.randint(lengths.lo, _finite(lengths)))
+            yield self.sample(rng, rng.randint(lengths.lo, _finite(lengths).hi))
 
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
-        """``n`` examples spread evenly over the bucket's lengths (lo, lo + 1, ..., hi, lo, ...),
-        so that every length holds n / (hi - lo + 1) of them, give or take one: scores per length
-        rest on equal counts."""
-        lengths = range(bucket.lo, _finite(bucket) + 1)
+        """``n`` examples spread evenly over the bucket's lengths (lo, lo + step, ..., hi, lo, ...),
+        so that every length holds n / (number of lengths) of them, give or take one: scores per
+        length rest on equal counts."""
+        lengths = _finite(bucket).lengths
         return [self.sample(rng, lengths[i % len(lengths)]) for i in range(n)]
 
 
-def _finite(bucket: LengthBucket) -> int:
+def _finite(bucket: LengthBucket) -> LengthBucket:
     if bucket.hi is None:
         raise ValueError(f"synthetic tasks need bounded length buckets; got '{bucket.label}'")
-    return bucket.hi
+    return bucket
 
 
 class SymbolTask(SyntheticTask):

@@ -1,0 +1,135 @@
+"""The Chomsky-hierarchy tasks (Delétang et al. 2023) against their authors' code: hand-made
+input/output pairs computed by hand from the code's rules, and properties of samples."""
+
+import math
+import random
+
+import pytest
+
+from pebench.batching import EOS, FIRST_SYMBOL, IGNORE, PLACEHOLDER, pack, target_tokens
+from pebench.cards import task_card, task_cards
+from pebench.protocol import resolve
+from pebench.tasks import chomsky
+
+SUITE = [name for name, card in task_cards().items() if card.get("suite") == "chomsky"]
+
+
+def task(name):
+    return resolve(task_card(name)).task
+
+
+@pytest.mark.parametrize("name, source, target", [
+    ("even_pairs", "001110", "0"),  # one 01, one 10: even (the code's docstring)
+    ("even_pairs", "0101001", "1"),  # 01 01 10 01 10: 5, odd
+    ("parity_check", "1010100", "1"),
+    ("parity_check", "01111", "0"),
+    ("cycle_navigation", "RLSLL", "3"),  # +1 -1 0 -1 -1 = -2 = 3 mod 5 (the code: actions 0, 1, 2 move -1, 0, +1)
+    ("cycle_navigation", "RRRL", "2"),
+    ("modular_arithmetic", "1+2*3", "2"),  # 7 mod 5 (the code's docstring examples)
+    ("modular_arithmetic", "1-1-1", "4"),
+    ("modular_arithmetic", "0*1+4*3-2", "0"),
+    ("reverse_string", "011010", "010110"),
+    ("duplicate_string", "101", "101101"),
+    ("odds_first", "00110101", "01110100"),  # s[1::2] then s[::2]: the code's order, not its docstring's
+    ("odds_first", "110", "110"),  # s[1::2] = 1, then s[::2] = 1 0
+    ("bucket_sort", "10204112", "00111224"),
+    ("compute_sqrt", "100101", "110"),  # 37: floor(sqrt) = 6 = 110, in ceil(6 / 2) = 3 digits
+    ("compute_sqrt", "111", "10"),  # 7: 2 = 10 (the code's docstring)
+    ("compute_sqrt", "0011", "01"),  # 3: 1, in ceil(4 / 2) = 2 digits, leading zero kept
+    ("missing_duplicate_string", "01100_10", "1"),  # 0110 0110 with the second copy's 2nd symbol missing
+    ("missing_duplicate_string", "101_01#", "1"),  # odd length: 101 101 and the padding #
+    ("missing_duplicate_string", "1", "1"),  # the code's fixed case
+])
+def test_string_tasks_known_answers(name, source, target):
+    assert "".join(task(name).solve(list(source))) == target
+
+
+@pytest.mark.parametrize("source, target", [
+    (["0", "1", "1", "0", "PUSH1", "POP", "POP"], "110"),  # the code's docstring example: 0110, push 1, pop, pop -> 011, top first
+    (["1", "1", "0", "POP", "POP", "POP"], ""),  # emptied
+    (["1", "POP", "POP", "PUSH0"], "0"),  # a POP on an empty stack does nothing
+    (["0"], "0"),  # length 1: a stack of one symbol
+])
+def test_stack_manipulation_known_answers(source, target):
+    assert "".join(task("stack_manipulation").solve(source)) == target
+
+
+@pytest.mark.parametrize("name, source, target", [
+    ("binary_addition", "001+01101", "01011"),  # 4 + 22 = 26 (the code's docstring, termination and padding aside)
+    ("binary_addition", "1001+000001", "100101"),  # 9 + 32 = 41
+    ("binary_multiplication", "001*01101", "0001101"),  # 4 * 22 = 88
+    ("binary_multiplication", "1001*000001", "000001001"),  # 9 * 32 = 288
+    ("binary_addition", "01", "01"),  # length 2, no operator: the number itself (2)
+    ("binary_multiplication", "01", "0"),  # length 2: the code's fixed [0]
+])
+def test_binary_arithmetic_known_answers(name, source, target):
+    assert "".join(task(name).solve(list(source))) == target
+
+
+@pytest.mark.parametrize("source, target", [("(1+2)", "3"), ("(-(2*3))", "4"), ("((-4)--2)", "3"), ("(1*(2-4))", "3")])
+def test_modular_arithmetic_brackets_known_answers(source, target):
+    assert "".join(task("modular_arithmetic_brackets").solve(list(source))) == target
+
+
+@pytest.mark.parametrize("source, target", [("(x+3)=4", "1"), ("(-x--2)=3", "4"), ("((3-x)+1)=0", "4"), ("00", "0")])
+def test_solve_equation_known_answers(source, target):
+    assert "".join(task("solve_equation").solve(list(source))) == target
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_every_length_draws_an_input_of_that_length(name):
+    t, rng = task(name), random.Random(0)
+    for length in range(1, 60):
+        example = t.sample(rng, length)
+        expected = length - 1 + length % 2 if name == "modular_arithmetic" else length  # odd, as the code forces it
+        assert len(example.source) == expected and example.length == length
+
+
+def test_arithmetic_labels_are_the_values_of_the_expressions():
+    # an independent evaluator: Python's own, on the same strings
+    rng = random.Random(1)
+    for name in ("modular_arithmetic", "modular_arithmetic_brackets"):
+        t = task(name)
+        for _ in range(300):
+            example = t.sample(rng, rng.randint(1, 40))
+            text = "".join(t.symbols[i] for i in example.source)
+            assert eval(text) % 5 == int(t.symbols[example.target[0]]), text  # noqa: S307 (digits and + - * ( ) only)
+    t = task("solve_equation")
+    for _ in range(300):
+        example = t.sample(rng, rng.randint(3, 40))
+        text = "".join(t.symbols[i] for i in example.source)
+        left, value = text.split("=")
+        assert eval(left.replace("x", t.symbols[example.target[0]])) % 5 == int(value), text  # noqa: S307
+
+
+def test_sqrt_and_binary_arithmetic_properties():
+    rng = random.Random(2)
+    sqrt, addition, product = task("compute_sqrt"), task("binary_addition"), task("binary_multiplication")
+    for _ in range(300):
+        length = rng.randint(3, 40)
+        example = sqrt.sample(rng, length)
+        value, root = (int("".join(sqrt.symbols[i] for i in ids), 2) for ids in (example.source, example.target))
+        assert root**2 <= value < (root + 1) ** 2 and len(example.target) == math.ceil(length / 2)
+        for t, combine in ((addition, lambda n, m: n + m), (product, lambda n, m: n * m)):
+            example = t.sample(rng, length)
+            text = "".join(t.symbols[i] for i in example.source)
+            n, m = (int(part[::-1], 2) for part in text.split(t.operator))
+            assert int("".join(t.symbols[i] for i in example.target)[::-1], 2) == combine(n, m)
+            assert len(example.target) < example.slots  # room for the termination token
+
+
+def test_the_one_pass_format_marks_the_end_token_and_masks_what_follows():
+    t = task("binary_addition")
+    example = t.sample(random.Random(3), 5)  # 5 input symbols, 6 slots
+    batch = pack([example], "encoder")
+    symbols = [i + FIRST_SYMBOL for i in example.target]
+    assert batch.tokens[0].tolist() == [i + FIRST_SYMBOL for i in example.source] + [PLACEHOLDER] * 6
+    assert batch.labels[0].tolist() == [IGNORE] * 5 + symbols + [EOS] + [IGNORE] * (6 - len(symbols) - 1)
+    assert target_tokens(example, "encoder") == symbols + [EOS]
+    reverse = task("reverse_string").sample(random.Random(3), 4)  # no end token: every slot is a symbol
+    assert target_tokens(reverse, "encoder") == [i + FIRST_SYMBOL for i in reverse.target]
+    assert pack([reverse], "encoder").labels[0].tolist()[4:] == [i + FIRST_SYMBOL for i in reverse.target]
+
+
+def test_the_suite_has_the_papers_fifteen_tasks_with_their_levels():
+    assert sorted(SUITE) == sorted(name for names in chomsky.FAMILIES.values() for name in names) and len(SUITE) == 15
