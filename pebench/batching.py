@@ -63,7 +63,11 @@ def _pad(rows: list[list[int]], value: int) -> Tensor:
 
 
 def pack(examples: list[Example], architecture: str) -> Batch:
-    """Input tensors and labels for ``examples`` under ``architecture``."""
+    """Input tensors and labels for ``examples`` under ``architecture``, or ``"language_model"``:
+    windows of text, the model reading all but the last token and predicting each next one."""
+    if architecture == "language_model":
+        windows = [_symbols(e.source) for e in examples]
+        return Batch(_pad([w[:-1] for w in windows], PAD), _pad([w[1:] for w in windows], IGNORE), None)
     if architecture == "decoder":
         full = [[BOS, *_symbols(e.source), SEP, *_symbols(e.target), EOS] for e in examples]
         prompt = [len(e.source) + 1 for e in examples]  # labels before SEP's successor are not scored

@@ -35,6 +35,7 @@ from .devices import autocast, sync_device
 from .encodings.base import PositionLimitError
 from .metrics import exact_match, sequence_accuracy, text_scores
 from .model import PAD, Transformer
+from .perplexity import score_length
 from .protocol import Protocol
 from .tasks.base import Example, LengthBucket
 
@@ -218,6 +219,34 @@ def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, i
     return entry, scored
 
 
+def language_model_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, device: torch.device) -> dict:
+    """The record's entry of one evaluation length (a bucket [N, N]) of a language model: both
+    evaluations of :mod:`pebench.perplexity` over the task's evaluation text, the loss by
+    position, evaluation tokens/s; no score (with the error) where the encoding cannot represent N."""
+    length = bucket.hi
+    entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0}
+    state = model.encoding.plan(length)
+    if state:
+        entry["encoding_state"] = state
+    tokens = protocol.task.evaluation_ids
+    entry["n"] = len(tokens) - 1  # every target scored once, in each evaluation
+    tick = time.perf_counter()
+    try:
+        with seeded(f"{protocol.eval_seed}:{bucket.label}", device):
+            metrics, positions = score_length(model, tokens, length, min(protocol.task.stride, length), _batch_tokens(protocol), device)
+    except PositionLimitError as error:
+        return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}
+    sync_device(device)
+    seconds = time.perf_counter() - tick
+    return {**entry, "metrics": metrics, "eval_tokens_per_second": round(entry["n"] / seconds, 1),
+            "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}], "loss_by_position": positions}
+
+
+def _batch_tokens(protocol: Protocol) -> int:
+    """Tokens per evaluation forward pass of a language model: eval_batch_size training windows."""
+    return protocol.training.eval_batch_size * protocol.train_length()
+
+
 def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
     """Every bucket's entry, and the run's ``scores``: ``ID`` and ``OOD`` (and, for text
     metrics, ``all``: the whole evaluation set), each None when a bucket of it could not be
@@ -225,7 +254,10 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
     scorer = Scorer(protocol)
     entries, scored_by_bucket = [], []
     for index, (bucket, examples) in enumerate(sets.items()):
-        entry, scored = bucket_entry(model, protocol, bucket, index, examples, device)
+        if protocol.language_model:
+            entry, scored = language_model_entry(model, protocol, bucket, index, device), []
+        else:
+            entry, scored = bucket_entry(model, protocol, bucket, index, examples, device)
         entries.append(entry)
         scored_by_bucket.append(scored)
     examples_by_bucket = list(sets.values())
@@ -245,7 +277,13 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
 
 def validate(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> dict[str, float | None]:
     """The ID validation score of every metric of the card (mean over the validation lengths,
-    or the corpus score), with its randomness seeded from the validation seed."""
+    or the corpus score; a language model's perplexity on its validation text at the training
+    length), with its randomness seeded from the validation seed."""
+    if protocol.language_model:
+        length = protocol.train_length()
+        model.encoding.plan(length)
+        with seeded(f"{protocol.validation_seed}:validation", device):
+            return score_length(model, protocol.task.validation_ids, length, length, _batch_tokens(protocol), device)[0]
     model.encoding.plan(max(protocol.gold_length(e) for e in examples))
     scorer = Scorer(protocol)
     with seeded(f"{protocol.validation_seed}:validation", device):

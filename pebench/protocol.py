@@ -23,12 +23,13 @@ from dataclasses import Field, dataclass, field, fields
 from .batching import packed_length
 from .decoding import DecodingConfig
 from .metrics import EXAMPLE_METRICS, TEXT_METRICS
+from .perplexity import LM_METRICS
 from .model import ModelConfig
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
 PROTOCOL_VERSION = 2
-METRICS = (*EXAMPLE_METRICS, *TEXT_METRICS)
+METRICS = (*EXAMPLE_METRICS, *TEXT_METRICS, *LM_METRICS)
 VALIDATION_EXAMPLES = 200
 
 
@@ -90,12 +91,24 @@ class Protocol:
         """Whether outputs are scored as detokenized text (BLEU, chrF) rather than per example."""
         return _is_text(self.metrics)
 
+    @property
+    def language_model(self) -> bool:
+        """Whether the task is language modelling, scored by perplexity on a text (:mod:`pebench.perplexity`)."""
+        return self.task.language_model
+
+    @property
+    def pack_format(self) -> str:
+        """How training examples become model inputs (:func:`pebench.batching.pack`)."""
+        return "language_model" if self.language_model else self.model.architecture
+
     def evaluation_sets(self) -> dict[LengthBucket, list[Example]]:
         """The fixed evaluation examples of every bucket.
 
         Raises:
             ValueError: if a bucket has no example.
         """
+        if self.language_model:  # scored on the task's evaluation text instead
+            return {bucket: [] for bucket in self.buckets}
         sets = {
             bucket: self.task.evaluation_examples(random.Random(f"{self.eval_seed}:{bucket.label}"), bucket, self.examples_in(bucket))
             for bucket in self.buckets
@@ -117,6 +130,8 @@ class Protocol:
         Raises:
             ValueError: if there is none.
         """
+        if self.language_model:  # scored on the task's validation text instead
+            return []
         examples = self.task.validation_examples(random.Random(f"{self.validation_seed}:validation"), self.train_lengths, self.validation_examples)
         if not examples:
             raise ValueError(f"task '{self.name}': no validation example has a length in {self.train_lengths.label}")
@@ -124,6 +139,8 @@ class Protocol:
 
     def train_length(self) -> int:
         """The longest sequence (tokens, either stack) a training example can make."""
+        if self.language_model:
+            return self.train_lengths.hi
         source, target = self.task.longest_tokens(self.train_lengths.hi)
         return packed_length(Example((0,) * source, (0,) * target, self.train_lengths.hi), self.model.architecture)
 
@@ -252,8 +269,10 @@ def resolve(card: dict) -> Protocol:
     if unknown or metrics["primary"] not in metrics["names"]:
         raise ValueError(f"metrics must come from {METRICS} and include the primary; got {metrics}")
     text = _is_text(metrics["names"])
-    if text and not set(metrics["names"]) <= set(TEXT_METRICS):
-        raise ValueError(f"metrics are either text metrics ({', '.join(TEXT_METRICS)}) or per-example ones ({', '.join(EXAMPLE_METRICS)}); got {metrics['names']}")
+    kinds = [kind for kind in (EXAMPLE_METRICS, TEXT_METRICS, LM_METRICS) if set(metrics["names"]) & set(kind)]
+    if len(kinds) > 1:
+        raise ValueError(f"metrics are of one kind: per example ({', '.join(EXAMPLE_METRICS)}), text ({', '.join(TEXT_METRICS)}) "
+                         f"or language model ({', '.join(LM_METRICS)}); got {metrics['names']}")
     for key in ("eval_examples", "eval_seed", "validation_examples", "validation_seed"):
         check_type(f"split.{key}", split.get(key, 0), int)
     check_type("split.per_length", split.get("per_length", False), bool)
@@ -268,6 +287,9 @@ def resolve(card: dict) -> Protocol:
     if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
         raise ValueError(f"decoding.strategy = \"beam\" decodes an encoder-decoder; this task's model is {model.architecture!r}: use \"greedy\"")
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
+    if task.language_model != bool(set(metrics["names"]) & set(LM_METRICS)) or (task.language_model and model.architecture != "decoder"):
+        raise ValueError(f"a language-model task family goes with the language-model metrics ({', '.join(LM_METRICS)}) and a decoder-only "
+                         f"model, and only it does; task family '{card['family']}' with {metrics['names']} and {model.architecture!r}")
     if text and type(task).detokenize is Task.detokenize:
         raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(TEXT_METRICS)}")
     return Protocol(

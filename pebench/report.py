@@ -21,7 +21,8 @@ Every mean carries its 95% interval, ``mean ± t * s / sqrt(n)`` (Student's t wi
 of freedom over the n runs; none for one run).
 
 *Ranks*: within a task, an encoding is ranked when most of its runs learned ID (more than half),
-by its OOD mean over those runs (1 = best; ties share the mean rank); the others are listed
+by its OOD mean over those runs (1 = best: the highest score, the lowest perplexity or bits;
+ties share the mean rank); the others are listed
 below the ranked ones, marked, with no rank. The overall table orders encodings by their *mean
 reciprocal rank* over the tasks they ran (Kazemnejad et al. 2023, arXiv:2305.19466, sec. 4), a
 task where an encoding is not ranked counting 1/rank = 0, with a 95% bootstrap interval: 1,000
@@ -41,6 +42,7 @@ import pandas as pd
 from scipy import stats
 from tabulate import tabulate
 
+from .perplexity import LOWER_IS_BETTER
 from .results import Tables, legend, tables
 
 BENCH_LENGTH = 256
@@ -101,10 +103,12 @@ def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.D
     board = pd.DataFrame(rows)
     protocol2 = runs["protocol"].iloc[0] == 2
     scored = board["ranked"] & board["OOD mean"].notna() & protocol2
-    board["rank"] = board["OOD mean"].where(scored).rank(ascending=False, method="average")
+    higher_better = metric not in LOWER_IS_BETTER
+    board["rank"] = board["OOD mean"].where(scored).rank(ascending=not higher_better, method="average")
     if throughput is not None:
         board = board.join(bench_columns(throughput, runs["architecture"].iloc[0]), on="encoding")
-    return board.sort_values(["rank", "OOD mean", "ID mean"], ascending=[True, False, False], na_position="last").reset_index(drop=True)
+    return board.sort_values(["rank", "OOD mean", "ID mean"], ascending=[True, not higher_better, not higher_better],
+                             na_position="last").reset_index(drop=True)
 
 
 def bench_columns(throughput: pd.DataFrame, architecture: str) -> pd.DataFrame:
@@ -223,7 +227,7 @@ def overall(table: Tables) -> pd.DataFrame:
     point, samples, ranks, ran = {}, {}, {}, {}
     for task, task_runs in sorted(runs.groupby("task")):
         primary = task_runs["primary"].iloc[0]
-        ood = _wide(table, task_runs, primary)["OOD"]
+        ood = _wide(table, task_runs, primary)["OOD"] * (-1 if primary in LOWER_IS_BETTER else 1)  # higher is better from here
         cells = {e: g for e, g in task_runs.groupby("encoding")}
         point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], None)[0] if e in cells else np.nan for e in encodings])
         boot = np.stack([_cell_scores(cells[e], ood.loc[cells[e].run], rng.integers(0, len(cells[e]), (BOOTSTRAP_RESAMPLES, len(cells[e]))))
@@ -287,9 +291,39 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     per = "bucket midpoints" if metric in ("bleu", "chrf") else "per length"
     axes.set(xlabel=f"length ({runs['unit'].iloc[0]}; {per})", ylabel=metric,
              title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)")
-    axes.set_ylim(bottom=0)
+    if metric in LOWER_IS_BETTER:  # Press et al.'s figure 1: perplexity against the evaluation length, both on log scales
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+    else:
+        axes.set_ylim(bottom=0)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
+
+
+def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of a language model's loss against the position in the window, at each evaluation
+    length (a panel each), one line per encoding (mean over runs), the training length marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = table.positions[table.positions.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
+    lengths = sorted(points["length"].unique())
+    figure, panels = plt.subplots(1, len(lengths), figsize=(3.2 * len(lengths) + 2, 3.6), dpi=100, squeeze=False)
+    colors = plt.get_cmap("tab20").colors
+    for axes, length in zip(panels[0], lengths):
+        for index, (encoding, rows) in enumerate(points[points.length == length].groupby("encoding", sort=True)):
+            mean = rows.groupby("position")["loss"].mean()
+            axes.plot(mean.index, mean, linewidth=1, color=colors[index % len(colors)], label=encoding)
+        axes.axvline(runs["train_hi"].iloc[0], color="black", linestyle="--", linewidth=1)
+        axes.set(title=f"context {length}", xlabel="position in the window", ylabel="loss (nats)" if length == lengths[0] else None)
+        axes.grid(alpha=0.3)
+    panels[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    figure.suptitle(f"{name}: loss by position, nonoverlapping windows (dashed: the training length)")
     figure.tight_layout()
     figure.savefig(path, metadata={"Software": None})
     plt.close(figure)
@@ -349,6 +383,8 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
         frame = pd.concat(boards, ignore_index=True)
         frame[["metric", *frame.columns[:-1]]].to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
         plot(name, table, runs, out / f"{name}.png")
+        if table.positions.run.isin(runs.run).any():
+            plot_positions(name, table, runs, out / f"{name}.positions.png")
         printed[name] = render(name, table, runs, "simple", throughput)
     ranking = overall(table)
     if not ranking.empty:

@@ -6,7 +6,8 @@
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
   target), steps, wall time, final loss, and what the report needs of its card;
 - ``scores``: one row per (run, where, metric): ``where`` is ``ID``, ``OOD`` or a bucket label;
-- ``lengths``: one row per (run, length, metric), protocol 2 only.
+- ``lengths``: one row per (run, length, metric), protocol 2 only;
+- ``positions``: language models' mean loss by position in the window, per (run, length).
 
 Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`)
 is labelled ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets,
@@ -32,6 +33,7 @@ class Tables:
     runs: pd.DataFrame
     scores: pd.DataFrame
     lengths: pd.DataFrame
+    positions: pd.DataFrame  # language models: (run, length, position, loss), the mean NLL by position bin
 
 
 def _settings(record: dict) -> dict:
@@ -62,7 +64,7 @@ def protocol_of(record: dict) -> int:
 
 def tables(records: list[dict]) -> Tables:
     """The three frames of the successful records among ``records`` (see the module docstring)."""
-    runs, scores, lengths = [], [], []
+    runs, scores, lengths, positions = [], [], [], []
     for record in records:
         if record.get("status") != "ok":
             continue
@@ -73,8 +75,12 @@ def tables(records: list[dict]) -> Tables:
         scores += [{"run": run, **row} for row in _score_rows(record)]
         lengths += [{"run": run, "bucket": bucket["bucket"], "length": entry["length"], "n": entry["n"], "metric": name, "value": value}
                     for bucket in record["buckets"] for entry in bucket.get("lengths", []) for name, value in entry["metrics"].items()]
-    columns = {"scores": ["run", "where", "order", "lo", "hi", "metric", "value"], "lengths": ["run", "bucket", "length", "n", "metric", "value"]}
-    return Tables(pd.DataFrame(runs), pd.DataFrame(scores, columns=columns["scores"]), pd.DataFrame(lengths, columns=columns["lengths"]))
+        positions += [{"run": run, "length": bucket["hi"], "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
+                      for bucket in record["buckets"] for piece in bucket.get("loss_by_position", [])]
+    columns = {"scores": ["run", "where", "order", "lo", "hi", "metric", "value"], "lengths": ["run", "bucket", "length", "n", "metric", "value"],
+               "positions": ["run", "length", "position", "loss"]}
+    return Tables(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in
+                    (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions))))
 
 
 def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:

@@ -148,7 +148,7 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=None if progress else True, leave=False)  # None: off when stderr is not a terminal
     for step in bar:
-        batch = pack(next(batches), protocol.model.architecture).to(device)
+        batch = pack(next(batches), protocol.pack_format).to(device)
         sync_device(device)
         tick = time.perf_counter()
         loss = _loss(model, batch, config.label_smoothing)
@@ -222,10 +222,14 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     sets = protocol.evaluation_sets()
     validation = protocol.validation_set()
     train_length = protocol.train_length()
-    longest = max(protocol.longest_sequence(e) for examples in (*sets.values(), validation) for e in examples)
+    if protocol.language_model:  # windows of every evaluation length; the validation text at the training length
+        longest, validated = max(bucket.hi for bucket in protocol.buckets), train_length
+    else:
+        longest = max(protocol.longest_sequence(e) for examples in (*sets.values(), validation) for e in examples)
+        validated = max(protocol.longest_sequence(e) for e in validation)
     lengths = {"train": train_length, "max": max(train_length, longest)}
     model = build_model(protocol, encoding_card, lengths["max"], lengths["train"])
-    model.encoding.check_length(max(train_length, *(protocol.longest_sequence(e) for e in validation)))
+    model.encoding.check_length(max(train_length, validated))
     return RunSetup(sets, validation, model, lengths)
 
 

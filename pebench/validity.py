@@ -10,6 +10,7 @@ so the section changes only when the records do.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -56,7 +57,7 @@ def _learned(board: pd.DataFrame, encoding: str) -> bool:
 def kazemnejad_order(table: Tables) -> Verdict:
     runs = table.runs[table.runs.card.isin(KAZEMNEJAD_ORDER) & (table.runs.encoding == table.runs.card)
                       & table.runs.task.isin(SYNTHETIC) & (table.runs.architecture == "decoder")]
-    ranking = overall(Tables(runs, table.scores, table.lengths))
+    ranking = overall(dataclasses.replace(table, runs=runs))
     if ranking.empty or set(ranking.encoding) != set(KAZEMNEJAD_ORDER):
         return Verdict("—", "not comparable", "not every one of the five encodings has protocol 2 runs on the decoder-only synthetic tasks")
     order = list(ranking.encoding)

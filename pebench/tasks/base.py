@@ -50,7 +50,7 @@ class LengthBucket:
 
     @property
     def label(self) -> str:
-        span = f"{self.lo}+" if self.hi is None else f"{self.lo}-{self.hi}"
+        span = f"{self.lo}+" if self.hi is None else f"{self.lo}-{self.hi}" if self.hi != self.lo else f"{self.lo}"
         return span if self.step == 1 else f"{span} by {self.step}"
 
     @property
@@ -74,6 +74,7 @@ class Task(ABC):
 
     description: ClassVar[str] = ""
     reference: ClassVar[str] = ""
+    language_model: ClassVar[bool] = False  # scored on a text by perplexity (pebench.tasks.language_model), not on examples
     symbols: list[str]
     data: dict = {}  # provenance of real data (origin, pair counts), stored in the run record; read-only here
 

@@ -1,0 +1,121 @@
+"""SCAN's length split (Lake and Baroni 2018, "Generalization without Systematicity", ICML,
+arXiv:1711.00350, experiment 2): commands such as "jump around left twice" to action sequences,
+trained on outputs of at most 22 actions and tested on 24 to 48.
+
+Length is the number of output actions. The test file is the OOD evaluation set; the training
+file is split by a fixed seed into training pairs (90%), the ID validation pairs scored during
+training (5%) and the ID evaluation bucket's pairs (5%), so that neither is trained on.
+Kazemnejad et al. 2023 (arXiv:2305.19466) run it decoder-only with greedy decoding and exact
+match, as pebench's card does.
+
+Data: ``scan/tasks_{train,test}_length.txt`` of the local data folder (``IN: ... OUT: ...`` per
+line, as the authors' repository brendenlake/SCAN ships them), else the Hugging Face hub,
+``datasets.load_dataset("scan", "length")``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+from ..data import DataNotFoundError, data_root
+from .base import Example, LengthBucket, Task
+
+Pair = tuple[str, str]
+
+
+def read_pairs(text: str) -> list[Pair]:
+    """(command, actions) pairs of SCAN's ``IN: ... OUT: ...`` lines."""
+    pairs = []
+    for line in text.splitlines():
+        if line.strip():
+            command, _, actions = line.strip().removeprefix("IN: ").partition(" OUT: ")
+            pairs.append((command, actions))
+    return pairs
+
+
+def load_scan() -> tuple[list[Pair], list[Pair], str]:
+    """SCAN's length split: training pairs, test pairs, where they came from.
+
+    Raises:
+        DataNotFoundError: when neither the local folder nor the hub has them.
+    """
+    root = data_root()
+    if root is not None:
+        files = [root / "scan" / f"tasks_{name}_length.txt" for name in ("train", "test")]
+        if not all(path.is_file() for path in files):
+            raise DataNotFoundError(f"{root} lacks {files[0].relative_to(root)} or {files[1].relative_to(root)} (SCAN's length split, "
+                                    f"from github.com/brendenlake/SCAN, length_split/)")
+        train, test = (read_pairs(path.read_text(encoding="utf-8")) for path in files)
+        return train, test, f"local:{(root / 'scan').resolve()}"
+    try:
+        from datasets import load_dataset
+
+        splits = load_dataset("scan", "length")
+    except Exception as error:  # no network, no cache, hub refused: all end the same way
+        raise DataNotFoundError(f"SCAN not found: no local folder (--data-dir or $PEBENCH_DATA) and the Hugging Face hub failed "
+                                f"({type(error).__name__}: {str(error)[:200]})") from error
+    pairs = {name: list(zip(splits[name]["commands"], splits[name]["actions"])) for name in ("train", "test")}
+    return pairs["train"], pairs["test"], "hub:scan/length"
+
+
+class SCAN(Task):
+    """SCAN's length split (see the module docstring).
+
+    Args:
+        held_out: share of the training file kept out of training, half for validation, half
+            for the ID evaluation bucket.
+        split_seed: the seed of that split.
+    Raises:
+        DataNotFoundError: from :func:`load_scan`.
+    """
+
+    description = "SCAN length split: commands to action sequences, trained on <= 22 actions, tested on 24-48"
+    reference = "Lake and Baroni 2018, arXiv:1711.00350; Kazemnejad et al. 2023, arXiv:2305.19466"
+
+    def __init__(self, held_out: float = 0.1, split_seed: int = 0):
+        if not 0 < held_out < 1:
+            raise ValueError(f"held_out must lie in (0, 1); got {held_out}")
+        train, test, origin = load_scan()
+        self.symbols = sorted({word for command, _ in train + test for word in command.split()}) + sorted(
+            {action for _, actions in train + test for action in actions.split()})
+        order = list(range(len(train)))
+        random.Random(split_seed).shuffle(order)
+        cut = int(held_out * len(train))
+        self.pools = {
+            "train": [self._example(train[i]) for i in sorted(order[cut:])],
+            "validation": [self._example(train[i]) for i in sorted(order[: cut // 2])],
+            "id_test": [self._example(train[i]) for i in sorted(order[cut // 2 : cut])],
+            "test": [self._example(pair) for pair in test],
+        }
+        self.data = {"origin": origin, "pairs": {name: len(pool) for name, pool in self.pools.items()}}
+
+    def _example(self, pair: Pair) -> Example:
+        index = {symbol: i for i, symbol in enumerate(self.symbols)}
+        command, actions = (text.split() for text in pair)
+        return Example(tuple(index[w] for w in command), tuple(index[a] for a in actions), len(actions))
+
+    def longest_tokens(self, length: int) -> tuple[int, int]:
+        return max(len(e.source) for e in self.pools["train"]), length
+
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        pool = [e for e in self.pools["train"] if e.length in lengths]
+        if not pool:
+            raise ValueError(f"no SCAN training pair has an output length in {lengths.label}")
+        while True:
+            yield rng.choice(pool)
+
+    def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
+        """The test file's pairs in ``bucket`` (the held-out ID pairs for lengths SCAN trains on):
+        all when ``n`` is 0, else ``n`` drawn with ``rng``, in their order."""
+        pool = self.pools["test"] + self.pools["id_test"]
+        return _sample([e for e in pool if e.length in bucket], rng, n)
+
+    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+        return _sample([e for e in self.pools["validation"] if e.length in lengths], rng, n)
+
+
+def _sample(examples: list[Example], rng: random.Random, n: int) -> list[Example]:
+    if n and n < len(examples):
+        return [examples[i] for i in sorted(rng.sample(range(len(examples)), n))]
+    return examples
