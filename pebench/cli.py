@@ -27,6 +27,8 @@ from .records import USER_RESULTS, check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
 from .report import write_reports
 from .devices import resolve_device
+from .distributed import finish, from_environment
+from .engines import ENGINES, EngineOptions
 
 
 RESULTS_HELP = (f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
@@ -54,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     run_parser.add_argument("--threads", type=int, help=THREADS_HELP)
     run_parser.add_argument("--save-checkpoint", action="store_true", help="keep the trained weights (<results>/checkpoints/...), for pebench evaluate")
+    run_parser.add_argument("--log", choices=execution.LOGGERS, help="also log the training curve: tensorboard (<results>/tensorboard/...)")
 
     evaluate_parser = commands.add_parser("evaluate", help="score a saved model again at other lengths or decoding settings")
     evaluate_parser.add_argument("record", type=Path, help="the run record of a run made with --save-checkpoint")
@@ -82,6 +85,14 @@ def _parser() -> argparse.ArgumentParser:
     sweep_parser.add_argument("--quiet", action="store_true", help="no progress bars (there are none when stderr is not a terminal)")
     sweep_parser.add_argument("--threads", type=int, help=THREADS_HELP)
     sweep_parser.add_argument("--save-checkpoints", action="store_true", help="keep every run's trained weights (off by default: they take space)")
+    scale = sweep_parser.add_argument_group("engines", "where the runs execute (see README, Scaling out)")
+    scale.add_argument("--engine", default="local", choices=ENGINES, help="local (one after another, here), ray (Ray tasks) or slurm (a submitit job array)")
+    scale.add_argument("--cpus-per-run", type=int, default=1, help="ray, slurm: CPUs (torch threads) of each run (default 1)")
+    scale.add_argument("--gpus-per-run", type=float, default=0.0, help="ray: GPUs of each run, fractions allowed (0.25: four runs share a GPU); slurm: whole GPUs")
+    scale.add_argument("--address", help="ray: the address of a running cluster (default: a local Ray instance)")
+    scale.add_argument("--partition", help="slurm: the partition")
+    scale.add_argument("--time", type=int, default=60, help="slurm: each job's time limit in minutes (default 60)")
+    scale.add_argument("--slurm-cluster", default="slurm", choices=("slurm", "local", "debug"), help=argparse.SUPPRESS)  # submitit's test executors
 
     bench_parser = commands.add_parser("bench", help="throughput of every encoding, side by side in one process")
     bench.add_arguments(bench_parser)
@@ -92,16 +103,24 @@ def command_run(args) -> int:
     if args.data_dir:
         os.environ[DATA_ENV] = str(args.data_dir)
     try:
+        distributed, device = from_environment(args.device)  # a torchrun job, or this process alone
+        main = distributed is None or distributed.is_main
         planned = execution.plan(args.task, args.encoding, args.seed, args.overrides, args.results)
-        device = resolve_device(args.device)
-        print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}", file=sys.stderr)
+        if main:
+            where = f", {distributed.world_size} processes ({distributed.backend})" if distributed else ""
+            print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}{where}",
+                  file=sys.stderr)
         setup, data_seconds = execution.prepare(planned)
-        check_writable(args.results)
+        if main:
+            check_writable(args.results)
     except execution.BAD_INPUT as error:
         return _fail(error)
-    if planned.protocol.task.data:
+    if planned.protocol.task.data and main:
         print(f"data: {', '.join(f'{k} {v}' for k, v in planned.protocol.task.data.items())}", file=sys.stderr)
-    record = execution.execute(planned, setup, device, not args.quiet, data_seconds, args.save_checkpoint)
+    record = execution.execute(planned, setup, device, not args.quiet and main, data_seconds, args.save_checkpoint, distributed, args.log)
+    finish(distributed)
+    if not main:
+        return 0
     if record["status"] != "ok":
         error = record["error"]
         print(f"pebench: run failed: {error['type']}: {error['message']}\nrecord: {planned.path}", file=sys.stderr)
@@ -190,14 +209,16 @@ def command_sweep(args) -> int:
         tasks = sweep.names(args.tasks, task_cards(), "tasks")
         encodings = sweep.names(args.encodings, encoding_cards(), "encodings")
         cells = sweep.plan_grid(tasks, encodings, sweep.seeds(args.seeds), args.overrides, args.results)
-        device = resolve_device(args.device)
+        options = EngineOptions(args.engine, args.device, args.cpus_per_run, args.gpus_per_run, args.address, args.partition, args.time,
+                                args.slurm_cluster, args.save_checkpoints)
+        device = resolve_device(args.device) if args.engine == "local" else args.device  # elsewhere each worker resolves it
         check_writable(args.results)
     except execution.BAD_INPUT as error:
         return _fail(error)
     states = Counter(cell.state for cell in cells)
     print(f"pebench sweep: {len(tasks)} tasks x {len(encodings)} encodings x {len(cells) // (len(tasks) * len(encodings))} seeds = {len(cells)} runs "
-          f"({', '.join(f'{n} {state}' for state, n in states.items())}); device {device}", file=sys.stderr)
-    summary = sweep.run_grid(cells, device, args.retry_failed, progress=not args.quiet, save_checkpoints=args.save_checkpoints)
+          f"({', '.join(f'{n} {state}' for state, n in states.items())}); device {device}, engine {args.engine}", file=sys.stderr)
+    summary = sweep.run_grid(cells, options, args.retry_failed, progress=not args.quiet)
     skipped = ", ".join(f"{n} {state}" for state, n in summary["skipped"].items()) or "none"
     print(f"\nsweep: {summary['ok']} runs ok, {len(summary['failed'])} failed, skipped {skipped}; {summary['seconds'] / 60:.1f} min")
     for label, error in summary["failed"]:

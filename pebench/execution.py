@@ -11,6 +11,7 @@ Two stages, so that bad input is told apart from a failed run:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import traceback
@@ -22,6 +23,7 @@ import torch
 from . import checkpoints
 from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
 from .data import DataNotFoundError
+from .distributed import Distributed
 from .protocol import Protocol, resolve
 from .records import git_commit, json_safe, new_record, record_path, write_record
 from .registry import ENCODINGS, PluginConflictError, UnknownNameError, origin
@@ -111,20 +113,63 @@ def prepare(planned: Planned) -> tuple[RunSetup, float]:
     return setup, planned.resolve_seconds + time.perf_counter() - tick
 
 
-def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float, save_checkpoint: bool = False) -> dict:
-    """Train and evaluate, then write the record (``ok`` or ``failed``); return it. With
-    ``save_checkpoint``, a successful run's weights are kept too (:mod:`pebench.checkpoints`)."""
+def measure(planned: Planned, device: torch.device, progress: bool, save_checkpoint: bool = False,
+            prepared: tuple[RunSetup, float] | None = None, distributed: Distributed | None = None, log_to: str | None = None) -> dict:
+    """The run's record, ``ok`` or ``failed`` with its error (a set-up that fails too: missing
+    data, a plugin that raises), not yet written: the set-up (:func:`prepare`, unless ``prepared``
+    gives it), training and evaluation. With ``save_checkpoint``, a successful run's weights are
+    kept (:mod:`pebench.checkpoints`). Ctrl-C (KeyboardInterrupt) is not caught."""
     record = planned.new_record()
     try:
-        record.update(run(planned.protocol, setup, planned.seed, device, progress))
-        record["stages"] = {"data_seconds": round(data_seconds, 2), **record["stages"]}
-        if save_checkpoint:
+        setup, data_seconds = prepared or prepare(planned)
+        with training_log(planned, log_to if distributed is None or distributed.is_main else None) as log:
+            record.update(run(planned.protocol, setup, planned.seed, device, progress, distributed, log))
+        record["stages"] = {"data_seconds": round(data_seconds, 2), **record.get("stages", {})}
+        if save_checkpoint and (distributed is None or distributed.is_main):
             record["checkpoint"] = checkpoints.save(setup.model, planned.path)
         record["status"] = "ok"
-    except Exception as error:  # recorded, so a sweep can go on; Ctrl-C is not caught
+    except Exception as error:  # recorded, so a sweep can go on
         record_failure(record, error)
-    write_record(planned.path, record)
     return record
+
+
+def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float, save_checkpoint: bool = False,
+            distributed: Distributed | None = None, log_to: str | None = None) -> dict:
+    """Train and evaluate (:func:`measure`), then write the record (``ok`` or ``failed``; in a
+    torchrun job, rank 0 alone); return it."""
+    record = measure(planned, device, progress, save_checkpoint, (setup, data_seconds), distributed, log_to)
+    if distributed is None or distributed.is_main:
+        write_record(planned.path, record)
+    return record
+
+
+LOGGERS = ("tensorboard",)
+
+
+@contextlib.contextmanager
+def training_log(planned: Planned, logger: str | None):
+    """``log(tag, value, step)`` for :func:`pebench.train.train`: None without a logger; with
+    ``"tensorboard"``, a ``torch.utils.tensorboard.SummaryWriter`` writing under
+    ``<results>/tensorboard/<task>/<encoding>/<record name>`` (``tensorboard --logdir`` shows it).
+
+    Raises:
+        ValueError: for an unknown logger, or TensorBoard not installed (``pip install tensorboard``).
+    """
+    if logger is None:
+        yield None
+        return
+    if logger not in LOGGERS:
+        raise ValueError(f"--log must be one of {', '.join(LOGGERS)}; got {logger!r}")
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError as error:
+        raise ValueError(f"--log tensorboard needs TensorBoard: pip install tensorboard ({error})") from None
+    results = planned.path.parents[3]
+    writer = SummaryWriter(str(results / "tensorboard" / planned.path.relative_to(results / "runs").with_suffix("")))
+    try:
+        yield writer.add_scalar
+    finally:
+        writer.close()
 
 
 def record_failure(record: dict, error: BaseException) -> dict:

@@ -329,6 +329,38 @@ def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> 
     plt.close(figure)
 
 
+def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of the training curves: the mean training loss and the ID validation score of the
+    primary metric against the step, one line per run (coloured by encoding), the ID target
+    marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = table.curves[table.curves.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
+    figure, (loss_axes, score_axes) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=100)
+    colors = plt.get_cmap("tab20").colors
+    for index, (encoding, rows) in enumerate(curves.groupby("encoding", sort=True)):
+        for number, (_, run) in enumerate(rows.groupby("run", sort=True)):
+            label = encoding if number == 0 else None
+            loss_axes.plot(run["step"], run["loss"], linewidth=1, color=colors[index % len(colors)], label=label)
+            score_axes.plot(run["step"], run["validation"], linewidth=1, color=colors[index % len(colors)])
+    target = runs["target"].iloc[0]
+    if pd.notna(target):
+        score_axes.axhline(target, color="black", linestyle="--", linewidth=1)
+    loss_axes.set(xlabel="step", ylabel="training loss", yscale="log", title="mean training loss since the last validation")
+    score_axes.set(xlabel="step", ylabel=runs["primary"].iloc[0],
+                   title="ID validation score" + (f" (dashed: the target, {target:g})" if pd.notna(target) else ""))
+    for axes in (loss_axes, score_axes):
+        axes.grid(alpha=0.3)
+    loss_axes.legend(fontsize=7)
+    figure.suptitle(f"{name}: training curves, one line per run")
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
+
+
 def _plot_points(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """(run, x, value) of ``metric``: per length where recorded, else per bucket midpoint (an
     open last bucket at 1.25x its lower edge)."""
@@ -383,6 +415,8 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
         frame = pd.concat(boards, ignore_index=True)
         frame[["metric", *frame.columns[:-1]]].to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
         plot(name, table, runs, out / f"{name}.png")
+        if table.curves.run.isin(runs.run).any():
+            plot_curves(name, table, runs, out / f"{name}.curves.png")
         if table.positions.run.isin(runs.run).any():
             plot_positions(name, table, runs, out / f"{name}.positions.png")
         printed[name] = render(name, table, runs, "simple", throughput)

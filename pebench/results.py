@@ -7,7 +7,9 @@
   target), steps, wall time, final loss, and what the report needs of its card;
 - ``scores``: one row per (run, where, metric): ``where`` is ``ID``, ``OOD`` or a bucket label;
 - ``lengths``: one row per (run, length, metric), protocol 2 only;
-- ``positions``: language models' mean loss by position in the window, per (run, length).
+- ``positions``: language models' mean loss by position in the window, per (run, length);
+- ``curves``: the training curve of each run (step, mean training loss, validation score of the
+  primary metric).
 
 Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`)
 is labelled ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets,
@@ -34,6 +36,7 @@ class Tables:
     scores: pd.DataFrame
     lengths: pd.DataFrame
     positions: pd.DataFrame  # language models: (run, length, position, loss), the mean NLL by position bin
+    curves: pd.DataFrame  # (run, step, loss, validation): the training curve, the primary metric's validation score
 
 
 def _settings(record: dict) -> dict:
@@ -64,7 +67,7 @@ def protocol_of(record: dict) -> int:
 
 def tables(records: list[dict]) -> Tables:
     """The three frames of the successful records among ``records`` (see the module docstring)."""
-    runs, scores, lengths, positions = [], [], [], []
+    runs, scores, lengths, positions, curves = [], [], [], [], []
     for record in records:
         if record.get("status") != "ok":
             continue
@@ -77,10 +80,13 @@ def tables(records: list[dict]) -> Tables:
                     for bucket in record["buckets"] for entry in bucket.get("lengths", []) for name, value in entry["metrics"].items()]
         positions += [{"run": run, "length": bucket["hi"], "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
                       for bucket in record["buckets"] for piece in bucket.get("loss_by_position", [])]
+        primary = record["task"]["metrics"]["primary"]
+        curves += [{"run": run, "step": point["step"], "loss": point["loss"], "validation": point["validation"].get(primary)}
+                   for point in record["training"].get("curve", [])]
     columns = {"scores": ["run", "where", "order", "lo", "hi", "metric", "value"], "lengths": ["run", "bucket", "length", "n", "metric", "value"],
-               "positions": ["run", "length", "position", "loss"]}
+               "positions": ["run", "length", "position", "loss"], "curves": ["run", "step", "loss", "validation"]}
     return Tables(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in
-                    (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions))))
+                    (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves))))
 
 
 def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:

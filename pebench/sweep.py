@@ -1,8 +1,9 @@
 """``pebench sweep``: every (task, encoding, seed) of a grid, resumable.
 
-The grid runs seed by seed (every task and encoding at the first seed, then the next seed), one
-run at a time in this process, each exactly as ``pebench run`` would do it. Before running, each
-cell's record is looked up:
+The grid runs seed by seed (every task and encoding at the first seed, then the next seed), on
+an engine (:mod:`pebench.engines`): one run at a time in this process by default, each exactly as
+``pebench run`` would do it, or as Ray tasks or a Slurm job array. Before running, each cell's
+record is looked up:
 
 - *done*: a complete record made from the same cards and overrides; skipped;
 - *failed*: a failed record of the same cards; skipped unless ``--retry-failed``;
@@ -27,9 +28,10 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from . import execution
+from . import engines, execution
+from .engines import EngineOptions
 from .execution import Planned
-from .records import is_complete, write_record
+from .records import is_complete
 
 @dataclass
 class Cell:
@@ -105,23 +107,27 @@ def _raise_stop(signum, frame):
     raise Stop(f"signal {signum}")
 
 
-def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progress: bool = True, save_checkpoints: bool = False) -> dict:
-    """Run the cells that need it; return the summary: counts per outcome, the failures
-    (label, error), wall seconds and whether the sweep was interrupted."""
+def run_grid(cells: list[Cell], options: EngineOptions, retry_failed: bool, progress: bool = True) -> dict:
+    """Run the cells that need it on the options' engine (:mod:`pebench.engines`); return the
+    summary: counts per outcome, the failures (label, error), wall seconds and whether the sweep
+    was interrupted."""
     runs = [c.state in ("missing", "stale") or (retry_failed and c.state == "failed") for c in cells]
     todo = [cell for cell, needed in zip(cells, runs) if needed]
     summary = {"skipped": Counter(cell.state for cell, needed in zip(cells, runs) if not needed), "ok": 0, "failed": [], "interrupted": False}
     started = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _raise_stop)
-    bar = tqdm(todo, desc="sweep", unit="run", disable=None if progress else True)  # None: off when stderr is not a terminal
+    bar = tqdm(total=len(todo), desc="sweep", unit="run", disable=None if progress else True)  # None: off when stderr is not a terminal
+
+    def finished(index: int, record: dict) -> None:
+        bar.update(1)
+        bar.set_postfix_str(todo[index].planned.label)
+        if record["status"] == "ok":
+            summary["ok"] += 1
+        else:
+            summary["failed"].append((todo[index].planned.label, f"{record['error']['type']}: {record['error']['message']}"))
+
     try:
-        for cell in bar:
-            bar.set_postfix_str(cell.planned.label)
-            record = _run_cell(cell.planned, device, progress, save_checkpoints)
-            if record["status"] == "ok":
-                summary["ok"] += 1
-            else:
-                summary["failed"].append((cell.planned.label, f"{record['error']['type']}: {record['error']['message']}"))
+        engines.run_cells([cell.planned for cell in todo], options, progress, finished)
     except (KeyboardInterrupt, Stop):
         summary["interrupted"] = True
     finally:
@@ -129,17 +135,3 @@ def run_grid(cells: list[Cell], device: torch.device, retry_failed: bool, progre
         signal.signal(signal.SIGTERM, previous)
     summary["seconds"] = time.perf_counter() - started
     return summary
-
-
-def _run_cell(planned: Planned, device: torch.device, progress: bool, save_checkpoint: bool) -> dict:
-    """One run as ``pebench run`` does it, except that a run whose set-up fails (missing data,
-    an encoding that cannot represent the lengths, a plugin that raises) is recorded as failed
-    too."""
-    try:
-        setup, data_seconds = execution.prepare(planned)
-    except Exception as error:  # recorded, so the sweep goes on; Ctrl-C and Stop pass
-        record = execution.record_failure(planned.new_record(), error)
-        write_record(planned.path, record)
-        return record
-    return execution.execute(planned, setup, device, progress, data_seconds, save_checkpoint)
-

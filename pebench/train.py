@@ -24,15 +24,17 @@ import random
 import resource
 import time
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from .devices import autocast, environment, sync_device
+from .distributed import Distributed
 from .encodings.base import Geometry, PositionalEncoding
 from .evaluation import evaluate, validate
 from .model import Transformer
@@ -98,10 +100,15 @@ def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
     return 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def _loss(model: Transformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
+def _loss(model: nn.Module, batch: Batch, label_smoothing: float, total_targets: int | None = None) -> torch.Tensor:
+    """Mean cross-entropy over the batch's target tokens; with ``total_targets`` (a data-parallel
+    run: :mod:`pebench.distributed`), the sum divided by that global count instead."""
     with autocast(batch.tokens.device):
         logits = model(batch.tokens, batch.source)
-    return nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE, label_smoothing=label_smoothing)
+    reduction = "mean" if total_targets is None else "sum"
+    loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE,
+                                       label_smoothing=label_smoothing, reduction=reduction)
+    return loss if total_targets is None else loss / total_targets
 
 
 def training_batches(protocol: Protocol, rng: random.Random) -> Iterator[list[Example]]:
@@ -127,12 +134,15 @@ def finite(value: float, what: str) -> float:
 
 
 def train(model: Transformer, protocol: Protocol, seed: int, device: torch.device, validation: list[Example],
-          progress: bool = True) -> dict:
+          progress: bool = True, distributed: Distributed | None = None, log: Callable[[str, float, int], None] | None = None) -> dict:
     """Train ``model`` on the protocol's training lengths until the ID validation target or the
-    step cap. Returns the record's ``training`` part: steps run, the cap, the target,
-    ``steps_to_target``, the curve (per validation: the step, the mean training loss since the
-    one before, the validation scores), wall seconds (validation included, and apart),
-    tokens/s, final loss and peak memory.
+    step cap; with ``distributed``, data-parallel across a torchrun job (rank 0 validates, every
+    rank stops where it stops: :mod:`pebench.distributed`). Returns the record's ``training``
+    part: steps run, the cap, the target, ``steps_to_target``, the curve (per validation: the
+    step, the mean training loss since the one before, the validation scores), wall seconds
+    (validation included, and apart), tokens/s, final loss and peak memory. ``log(tag, value,
+    step)`` receives every step's loss and every validation score (a TensorBoard writer's
+    ``add_scalar``).
 
     Raises:
         NonFiniteError: when the loss or a validation score is not finite.
@@ -142,39 +152,51 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps))
     model.train()
+    trained = model if distributed is None else DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    validating = distributed is None or distributed.is_main
     losses, curve, timed_tokens, timed_seconds, validation_seconds = [], [], 0, 0.0, 0.0
     steps_to_target = None
     warmup = min(TIMING_WARMUP_STEPS, config.steps // 2)
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=None if progress else True, leave=False)  # None: off when stderr is not a terminal
     for step in bar:
-        batch = pack(next(batches), protocol.pack_format).to(device)
+        examples = next(batches)
+        batch = pack(examples if distributed is None else distributed.shard(examples), protocol.pack_format).to(device)
+        targets, tokens = (None, batch.num_tokens) if distributed is None else distributed.total(batch.num_targets, batch.num_tokens, device=device)
         sync_device(device)
         tick = time.perf_counter()
-        loss = _loss(model, batch, config.label_smoothing)
+        loss = _loss(trained, batch, config.label_smoothing, targets)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss if distributed is None else loss * distributed.world_size).backward()  # DDP averages the ranks' gradients
         nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
         sync_device(device)
         if step >= warmup:
-            timed_tokens += batch.num_tokens
+            timed_tokens += tokens
             timed_seconds += time.perf_counter() - tick
-        losses.append(finite(loss.item(), f"the training loss at step {step + 1}"))
+        losses.append(finite(_global_loss(loss, distributed), f"the training loss at step {step + 1}"))
+        if log is not None:
+            log("train/loss", losses[-1], step + 1)
         if (step + 1) % config.eval_every and step + 1 < config.steps:
             continue
-        tick = time.perf_counter()
-        scores = validate(model, protocol, validation, device)
-        model.train()
-        validation_seconds += time.perf_counter() - tick
-        for name, value in scores.items():
-            if value is not None:
-                finite(value, f"the validation {name} at step {step + 1}")
-        window = losses[(curve[-1]["step"] if curve else 0) :]
-        curve.append({"step": step + 1, "loss": round(sum(window) / len(window), 5), "validation": scores})
-        bar.set_postfix(loss=f"{curve[-1]['loss']:.3f}", validation=scores[protocol.primary])
-        if config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target:
+        reached = False
+        if validating:
+            tick = time.perf_counter()
+            scores = validate(model, protocol, validation, device)
+            model.train()
+            validation_seconds += time.perf_counter() - tick
+            for name, value in scores.items():
+                if value is not None:
+                    finite(value, f"the validation {name} at step {step + 1}")
+            window = losses[(curve[-1]["step"] if curve else 0) :]
+            curve.append({"step": step + 1, "loss": round(sum(window) / len(window), 5), "validation": scores})
+            for name, value in scores.items():
+                if log is not None and value is not None:
+                    log(f"validation/{name}", value, step + 1)
+            bar.set_postfix(loss=f"{curve[-1]['loss']:.3f}", validation=scores[protocol.primary])
+            reached = config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target
+        if reached if distributed is None else distributed.agree(reached, device):
             steps_to_target = step + 1
             break
     tail = losses[-max(1, len(losses) // 20) :]
@@ -190,6 +212,15 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
         "curve": curve,
         **_peak_memory(device),
     }
+
+
+def _global_loss(loss: torch.Tensor, distributed: Distributed | None) -> float:
+    """The step's mean loss over the whole (global) batch."""
+    if distributed is None:
+        return loss.item()
+    summed = loss.detach().clone()
+    torch.distributed.all_reduce(summed)  # each rank's share of the global mean
+    return summed.item()
 
 
 def _peak_memory(device: torch.device) -> dict:
@@ -233,7 +264,8 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     return RunSetup(sets, validation, model, lengths)
 
 
-def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, progress: bool = True) -> dict:
+def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, progress: bool = True,
+        distributed: Distributed | None = None, log: Callable[[str, float, int], None] | None = None) -> dict:
     """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
     record's measured parts: ``environment``, ``parameters``, ``model``, ``training``,
     ``buckets``, ``scores`` (ID and OOD, :func:`pebench.evaluation.evaluate`), ``stages`` (wall
@@ -246,7 +278,11 @@ def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, pr
     model = setup.model.to(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    training = train(model, protocol, seed, device, setup.validation, progress)
+    if distributed is not None and not distributed.is_main:
+        torch.manual_seed(seed + distributed.rank)  # each rank's own dropout and random positions; rank 0 keeps the run's stream
+    training = train(model, protocol, seed, device, setup.validation, progress, distributed, log)
+    if distributed is not None and not distributed.is_main:
+        return {"training": training}  # rank 0 evaluates and writes the record
     tick = time.perf_counter()
     buckets, scores = evaluate(model, protocol, setup.sets, device)
     for entry in buckets:
@@ -254,7 +290,7 @@ def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, pr
             if value is not None:
                 finite(value, f"{name} on bucket {entry['bucket']}")
     return {
-        "environment": environment(device),
+        "environment": {**environment(device), **(distributed.describe() if distributed is not None else {})},
         "parameters": model.parameter_counts(),
         "model": asdict(protocol.model),
         "training": training,

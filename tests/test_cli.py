@@ -145,3 +145,17 @@ def test_the_record_says_which_rope_scaling_each_bucket_ran_under(tmp_path):
 def test_a_closed_output_pipe_is_not_an_error():
     out = subprocess.run(f"{sys.executable} -m pebench.cli list | head -1", shell=True, capture_output=True, text=True, timeout=120)
     assert out.stdout.startswith("encoding") and "Traceback" not in out.stderr
+
+
+def test_the_training_curve_is_in_the_record_and_in_tensorboard_on_request(tmp_path):
+    out = pebench("run", "--encoding", "nope", "--task", "copy", "--results", str(tmp_path), *TINY, "--log", "tensorboard")
+    assert out.returncode == 0, out.stderr
+    [path] = (tmp_path / "runs" / "copy" / "nope").glob("*.json")
+    curve = json.loads(path.read_text())["training"]["curve"]
+    assert [point["step"] for point in curve] == [10, 20, 30] and all("sequence_accuracy" in point["validation"] for point in curve)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    [events] = (tmp_path / "tensorboard" / "copy" / "nope").glob(f"{path.stem}/events.out.tfevents.*")
+    accumulator = EventAccumulator(str(events.parent))
+    accumulator.Reload()
+    assert len(accumulator.Scalars("train/loss")) == 30 and [e.step for e in accumulator.Scalars("validation/sequence_accuracy")] == [10, 20, 30]
