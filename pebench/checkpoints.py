@@ -17,9 +17,8 @@ source run's ``training`` part, and says where it came from (``evaluated_from``)
 from __future__ import annotations
 
 import copy
+import io
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from .cards import apply_overrides, changed_settings, encoding_card, task_card, 
 from .devices import environment
 from .evaluation import evaluate
 from .protocol import resolve
-from .records import SCHEMA_VERSION, new_record, record_path, record_problem, write_record
+from .records import SCHEMA_VERSION, new_record, record_path, record_problem, write_atomically, write_record
 from .registry import ENCODINGS, origin
 from .train import build_model
 
@@ -46,16 +45,9 @@ def save(model: torch.nn.Module, record: Path) -> str:
     """Write ``model``'s weights for the run recorded at ``record``, atomically; return the
     checkpoint's path relative to the results folder (as the record stores it)."""
     path = checkpoint_path(record)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
-        try:
-            torch.save({name: value.detach().cpu() for name, value in model.state_dict().items()}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        except BaseException:
-            os.unlink(file.name)
-            raise
-    os.replace(file.name, path)
+    weights = io.BytesIO()
+    torch.save({name: value.detach().cpu() for name, value in model.state_dict().items()}, weights)
+    write_atomically(path, weights.getvalue())
     return str(path.relative_to(record.parents[3]))
 
 

@@ -98,13 +98,14 @@ def write_record(path: Path, record: dict) -> None:
     write_atomically(path, text)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (parent folders made) so that a reader or a crash sees the old
-    file or the new one, never a part: temporary file beside it, fsync, rename."""
+def write_atomically(path: Path, content: str | bytes) -> None:
+    """Write ``content`` (text, or bytes) to ``path`` (parent folders made) so that a reader or a
+    crash sees the old file or the new one, never a part: temporary file beside it, fsync, rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
+    mode = "wb" if isinstance(content, bytes) else "w"
+    with tempfile.NamedTemporaryFile(mode, dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
         try:
-            file.write(text)
+            file.write(content)
             file.flush()
             os.fsync(file.fileno())
         except BaseException:

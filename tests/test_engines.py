@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from pebench.records import is_complete
+from tests.test_plugins import plugin_package
 from tests.test_sweep import records
 
 TINY = ["--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "training.warmup_steps=2", "--set", "split.validation_examples=5",
@@ -28,23 +29,7 @@ def sweep(*args, pythonpath=(), **popen):
 def killing_plugin(folder: Path) -> Path:
     """A real plugin whose process kills itself in the middle of training (SIGKILL: the Ray
     worker dies, no exception reaches Python)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "killing_plugin.py").write_text(
-        "import os, signal\n"
-        "from pebench import PositionalEncoding\n"
-        "class Killing(PositionalEncoding):\n"
-        "    calls = 0\n"
-        "    def bias(self, q_pos, k_pos, site):\n"
-        "        Killing.calls += 1\n"
-        "        if Killing.calls > 10:\n"
-        "            os.kill(os.getpid(), signal.SIGKILL)\n"
-        "        return None\n"
-    )
-    info = folder / "killing_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: killing-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[pebench.encodings]\nkilling = killing_plugin:Killing\n")
-    return folder
+    return plugin_package(folder, "killing", "Killing", "os.kill(os.getpid(), signal.SIGKILL)")
 
 
 def complete_and_once(results: Path) -> list[tuple[str, int]]:

@@ -64,24 +64,31 @@ def test_broken_plugin_warns_by_name_and_the_rest_keep_working(installed_plugin,
     assert out.returncode == 2 and "unknown encoding 'broken'" in out.stderr
 
 
-def exploding_plugin(folder: Path) -> Path:
-    """A real plugin that fails in the middle of training."""
+def plugin_package(folder: Path, name: str, class_name: str, failure: str) -> Path:
+    """A real plugin package in ``folder``: the encoding ``name`` whose ``bias`` hook runs
+    ``failure`` (a line of Python) from its 11th call on, in the middle of training."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "exploding_plugin.py").write_text(
+    (folder / f"{name}_plugin.py").write_text(
+        "import os, signal\n"
         "from pebench import PositionalEncoding\n"
-        "class Exploding(PositionalEncoding):\n"
+        f"class {class_name}(PositionalEncoding):\n"
         "    calls = 0\n"
         "    def bias(self, q_pos, k_pos, site):\n"
-        "        Exploding.calls += 1\n"
-        "        if Exploding.calls > 20:\n"
-        "            raise RuntimeError('exploded at call 21')\n"
+        f"        {class_name}.calls += 1\n"
+        f"        if {class_name}.calls > 10:\n"
+        f"            {failure}\n"
         "        return None\n"
     )
-    info = folder / "exploding_plugin-0.1.dist-info"
+    info = folder / f"{name}_plugin-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: exploding-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[pebench.encodings]\nexploding = exploding_plugin:Exploding\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[pebench.encodings]\n{name} = {name}_plugin:{class_name}\n")
     return folder
+
+
+def exploding_plugin(folder: Path) -> Path:
+    """A real plugin that fails in the middle of training."""
+    return plugin_package(folder, "exploding", "Exploding", "raise RuntimeError('exploded at call 11')")
 
 
 def test_a_run_that_fails_is_recorded_as_failed_and_leaves_other_records_alone(tmp_path):
@@ -91,7 +98,7 @@ def test_a_run_that_fails_is_recorded_as_failed_and_leaves_other_records_alone(t
     [good] = (results / "runs" / "copy" / "nope").glob("*.json")
     before = good.read_text()
     out = pebench("run", "--encoding", "exploding", "--task", "copy", *tiny, pythonpath=[exploding_plugin(tmp_path / "site")])
-    assert out.returncode == 1 and "exploded at call 21" in out.stderr
+    assert out.returncode == 1 and "exploded at call 11" in out.stderr
     [failed] = (results / "runs" / "copy" / "exploding").glob("*.json")
     record = json.loads(failed.read_text())
     assert record["status"] == "failed" and record["error"]["type"] == "RuntimeError" and "Traceback" in record["error"]["traceback"]

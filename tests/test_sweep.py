@@ -32,7 +32,7 @@ def test_a_failed_run_is_recorded_the_sweep_goes_on_and_a_second_sweep_skips_the
     grid = ["--tasks", "copy", "--encodings", "nope,exploding,sinusoidal", "--seeds", "0", "--results", str(results), *TINY]
     out = sweep(*grid, pythonpath=[site])
     assert out.returncode == 1, out.stderr
-    assert "2 runs ok, 1 failed" in out.stdout and "failed: copy/exploding/seed0: RuntimeError: exploded at call 21" in out.stdout
+    assert "2 runs ok, 1 failed" in out.stdout and "failed: copy/exploding/seed0: RuntimeError: exploded at call 11" in out.stdout
     first = records(results)
     statuses = {path.parent.name: json.loads(text)["status"] for path, text in first.items()}
     assert statuses == {"nope": "ok", "exploding": "failed", "sinusoidal": "ok"}
