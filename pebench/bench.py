@@ -24,7 +24,8 @@ glibc's dynamic threshold, blocks freed by the measurements of all shapes stay i
 timed rounds use; two whole runs so read T5 1.88 and 1.96 and learned 1.01 and 1.07 at dec 256,
 two with these thresholds 1.58 and 1.77, and 1.00 and 1.02.
 
-Contenders: every encoding card, FLOATER with the adjoint method (``flow+adjoint``), and, when
+Contenders: every encoding card, FLOATER solved through torchdiffeq (``flow+torchdiffeq``, the
+same RK4 steps as the card's host-timed loop) and with the adjoint method (``flow+adjoint``), and, when
 x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
 built by x-transformers with its sinusoidal, rotary, ALiBi and T5-bias options.
 Tokens are input tokens: batch x length (decoder-only), batch x 2 x length (encoder-decoder,
@@ -62,7 +63,10 @@ from .devices import autocast, resolve_device, sync_device
 from .train import build_encoding
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
-VARIANTS = {"flow+adjoint": ("flow", {"backend": "torchdiffeq", "adjoint": True})}  # name -> (card, params it changes)
+VARIANTS = {  # name -> (card, params it changes)
+    "flow+torchdiffeq": ("flow", {"backend": "torchdiffeq"}),  # the same RK4 through torchdiffeq.odeint: the host-timed loop's reference
+    "flow+adjoint": ("flow", {"backend": "torchdiffeq", "adjoint": True}),
+}
 VOCAB_SIZE = {"decoder": 256, "encoder_decoder": 8000}  # wmt_long's BPE vocabulary
 
 
@@ -496,7 +500,7 @@ def load(results: Path) -> pd.DataFrame | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="two small shapes, two rounds (a smoke test, not figures)")
-    parser.add_argument("--encodings", help="comma-separated encodings (default: every card, plus flow+adjoint)")
+    parser.add_argument("--encodings", help="comma-separated encodings (default: every card, plus flow+torchdiffeq and flow+adjoint)")
     parser.add_argument("--shapes", help="comma-separated ARCHITECTURE:LENGTH, e.g. decoder:256,encoder_decoder:64 (default: all five)")
     parser.add_argument("--rounds", type=int, help="timed rounds after the warm-up round (default 10; 2 with --quick)")
     parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")

@@ -161,6 +161,8 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
     """
     records, _ = load_records(Path(results))
     table = tables(records)
+    if table.runs.empty:
+        return pd.DataFrame(columns=["run", "bucket", "length", "n", "task", "encoding", "seed"])
     bucket_rows = table.scores[table.scores.order >= 2].rename(columns={"where": "bucket"}).assign(length=float("nan"), n=float("nan"))
     protocol1 = table.runs.run[table.runs.protocol == 1]
     per_length = pd.concat([table.lengths, bucket_rows[bucket_rows.run.isin(protocol1)][table.lengths.columns]], ignore_index=True)

@@ -23,7 +23,7 @@ def record(task, encoding, seed, ood, learned=True, settings=None, target=0.9, o
                  "split": {"train": [1, 4], "buckets": BUCKETS, "unit": "symbols"}},
         "encoding": {"name": encoding, "plugin": encoding, "params": {}},
         "training": {"target": target, "steps_to_target": (100 * (seed + 1) if learned else None) if target else None,
-                     "steps": 100, "wall_seconds": 1.0, "final_loss": 0.1},
+                     "steps": 100, "wall_seconds": 1.0, "final_loss": 0.1, "curve": []},
         "model": {"architecture": "decoder"}, "parameters": {"encoding": 0, "total": 10},
         "environment": {"threads": 1, "device": "cpu"},
         "buckets": [
@@ -110,3 +110,20 @@ def test_reports_are_written_all_or_nothing(tmp_path, monkeypatch):
         write_reports([r for r in toy_grid() if r["encoding"]["name"] != "C"], out)
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # t1's new files did not land
     assert [p.name for p in tmp_path.iterdir()] == ["boards"]  # no staging folder left behind
+
+
+def test_load_results_gives_one_row_per_run_and_length_with_the_runs_metadata(tmp_path):
+    import json
+
+    import pebench
+
+    for record_ in toy_grid()[:3]:  # t1: A, B, C at seed 0
+        path = tmp_path / "runs" / record_["task"]["name"] / record_["encoding"]["name"] / f"seed{record_['seed']}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**record_, "git_commit": "abc", "data": {}}))
+    frame = pebench.load_results(tmp_path)
+    assert len(frame) == 3 * 8  # 3 runs x lengths 1..8
+    row = frame[(frame.encoding == "A") & (frame.length == 6)].iloc[0]
+    assert row.sequence_accuracy == 0.9 and row.bucket == "5-8" and row.learned and row.steps_to_target == 100
+    assert {"final_loss", "wall_seconds", "git_commit", "threads", "device", "data_origin", "protocol", "seed", "n"} <= set(frame.columns)
+    assert row.git_commit == "abc" and row.protocol == 2 and row.data_origin == "generated"
