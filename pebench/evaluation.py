@@ -2,7 +2,10 @@
 per split (ID, OOD), as protocol 2 records them (:mod:`pebench.protocol`).
 
 Outputs are generated as a user of the model would get them: greedy decoding with cached keys
-and values (:mod:`pebench.decoding`), or beam search where the card asks for it. Per-example
+and values (:mod:`pebench.decoding`), or beam search where the card asks for it; an encoder-only
+model's are its one-pass argmax at the output slots (:func:`one_pass`); a language model is
+scored on its task's text instead, by perplexity at each evaluation length
+(:func:`language_model_entry`, :mod:`pebench.perplexity`). Per-example
 metrics (:mod:`pebench.metrics`) are averaged over the examples of each length, of each bucket,
 and, for a split, over its lengths: the *ID score* is the mean over the training lengths' bucket's
 lengths and the *OOD score* the mean over every OOD length (Delétang et al. 2023, sec. 4), so a

@@ -55,8 +55,8 @@ def _learned(board: pd.DataFrame, encoding: str) -> bool:
 
 
 def kazemnejad_order(table: Tables) -> Verdict:
-    runs = table.runs[table.runs.card.isin(KAZEMNEJAD_ORDER) & (table.runs.encoding == table.runs.card)
-                      & table.runs.task.isin(SYNTHETIC) & (table.runs.architecture == "decoder")]
+    runs = table.runs[table.runs.card.isin(KAZEMNEJAD_ORDER) & (table.runs.encoding == table.runs.card) & (table.runs.protocol == 2)
+                      & table.runs.task.isin(SYNTHETIC) & (table.runs.table == table.runs.task)]
     ranking = overall(dataclasses.replace(table, runs=runs))
     if ranking.empty or set(ranking.encoding) != set(KAZEMNEJAD_ORDER):
         return Verdict("—", "not comparable", "not every one of the five encodings has protocol 2 runs on the decoder-only synthetic tasks")
@@ -119,6 +119,47 @@ def nope_best_on_sort(table: Tables) -> Verdict:
     return Verdict(measured, "not reproduced", f"{best} extrapolates further than NoPE on sort at this scale")
 
 
+PRESS_FACTOR = 2.0  # perplexity at 16x over 1x above this: "explodes"
+PRESS_FLAT = 1.1  # and below this: "stays flat"
+
+
+def press_sinusoidal_explodes_alibi_flat(table: Tables) -> Verdict:
+    board = _board(table, "lm_long")
+    if board is None or not all(e in board.index for e in ("sinusoidal", "alibi")):
+        return Verdict("—", "not comparable", "sinusoidal and ALiBi have no protocol 2 runs on lm_long")
+    lengths = [column[: -len(" mean")] for column in board.columns if column.endswith(" mean") and column[0].isdigit()]
+    longest = lengths[-1]
+    ratios = {e: board.loc[e, f"{longest} mean"] / board.loc[e, "ID mean"] for e in ("sinusoidal", "alibi")}
+    measured = (f"perplexity at {longest} over 64 (16x the training context): sinusoidal {board.loc['sinusoidal', 'ID mean']:.2f} -> "
+                f"{board.loc['sinusoidal', f'{longest} mean']:.2f} (x{ratios['sinusoidal']:.2f}), ALiBi {board.loc['alibi', 'ID mean']:.2f} -> "
+                f"{board.loc['alibi', f'{longest} mean']:.2f} (x{ratios['alibi']:.2f})")
+    explodes, flat = ratios["sinusoidal"] > PRESS_FACTOR, ratios["alibi"] < PRESS_FLAT
+    if explodes and flat:
+        return Verdict(measured, "reproduced")
+    why = "; ".join(part for part in (f"sinusoidal grows x{ratios['sinusoidal']:.2f}, under x{PRESS_FACTOR:g}" if not explodes else "",
+                                      f"ALiBi grows x{ratios['alibi']:.2f}, over x{PRESS_FLAT:g}" if not flat else "") if part)
+    return Verdict(measured, "not reproduced", why)
+
+
+KAZEMNEJAD_SCAN = {"nope": 0.80, "t5": 0.80, "alibi": 0.44, "rope": 0.28, "sinusoidal": 0.06}
+
+
+def kazemnejad_scan(table: Tables) -> Verdict:
+    board = _board(table, "scan_length")
+    ranked = [e for e in KAZEMNEJAD_SCAN if board is not None and _learned(board, e)]
+    if len(ranked) < 2:
+        return Verdict("—", "not comparable", "fewer than two of NoPE, T5, ALiBi, RoPE and sinusoidal learned SCAN's training lengths")
+    ours = {e: board.loc[e, "OOD mean"] for e in ranked}
+    measured = "OOD exact match: " + ", ".join(f"{e} {v:.2f}" for e, v in ours.items())
+    # every pair the paper separates by more than 0.05 must come out in the same order here
+    reversed_pairs = [f"{a} <= {b}" for a in ranked for b in ranked
+                      if KAZEMNEJAD_SCAN[a] - KAZEMNEJAD_SCAN[b] > 0.05 and not ours[a] > ours[b]]
+    missing = [e for e in KAZEMNEJAD_SCAN if e not in ranked]
+    why = "; ".join(part for part in ("the order differs: " + ", ".join(reversed_pairs) if reversed_pairs else "",
+                                      "not learned or not run: " + ", ".join(missing) if missing else "") if part)
+    return Verdict(measured, "not reproduced" if reversed_pairs else "reproduced", why)
+
+
 CLAIMS = (
     Claim("NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
           "Kazemnejad et al. 2023, arXiv:2305.19466 (NeurIPS)",
@@ -130,6 +171,10 @@ CLAIMS = (
     Claim("learned absolute positions score about 0 past the training lengths",
           "Ruoss et al. 2023; Kazemnejad et al. 2023", "about 0 beyond the trained positions", learned_fails_past_training),
     Claim("NoPE extrapolates best on sort-like tasks", "Kazemnejad et al. 2023", "NoPE first on sorting", nope_best_on_sort),
+    Claim("sinusoidal perplexity explodes past the training length, ALiBi's stays flat", "Press et al. 2022, arXiv:2108.12409, fig. 1",
+          "sinusoidal rises steeply past L, ALiBi flat to 16x (WikiText-103)", press_sinusoidal_explodes_alibi_flat),
+    Claim("on SCAN's length split: NoPE ~ T5 > ALiBi > RoPE > sinusoidal", "Kazemnejad et al. 2023, arXiv:2305.19466",
+          ", ".join(f"{e} {v}" for e, v in KAZEMNEJAD_SCAN.items()) + " (exact match)", kazemnejad_scan),
 )
 
 
