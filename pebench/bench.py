@@ -65,6 +65,7 @@ from .train import build_encoding
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
 VARIANTS = {  # name -> (card, params it changes)
     "flow+torchdiffeq": ("flow", {"backend": "torchdiffeq"}),  # the same RK4 through torchdiffeq.odeint: the host-timed loop's reference
+    "flow+compile": ("flow", {"compile": True}),  # the RK4 step compiled (compiled in the untimed first step)
     "flow+adjoint": ("flow", {"backend": "torchdiffeq", "adjoint": True}),
 }
 VOCAB_SIZE = {"decoder": 256, "encoder_decoder": 8000}  # wmt_long's BPE vocabulary

@@ -302,7 +302,20 @@ def test_a_position_state_that_is_not_finite_is_named_with_its_position_and_time
     ({"backend": "scipy"}, "backend must be one of"),
     ({"solver": "dopri5"}, "pebench backend solves with rk4 and direct gradients"),
     ({"adjoint": True}, "for solver='rk4' or adjoint=true set backend=\"torchdiffeq\""),
+    ({"compile": True, "backend": "torchdiffeq"}, "compiles the pebench backend's RK4 step only"),
 ])
 def test_bad_parameters_are_refused_with_the_reason(params, message):
     with pytest.raises(ValueError, match=message):
         flow(**params)
+
+
+def test_the_compiled_rk4_step_computes_the_eager_one():
+    # opt-in (compile = true): the same solution and gradients, to float32 round-off
+    results = []
+    for compile_ in (False, True):
+        encoding = flow(step_size=0.4, compile=compile_)
+        encoding.prepare(24, torch.device("cpu"))
+        solution = encoding.solution(torch.arange(24))
+        solution.square().sum().backward()
+        results.append((solution.detach(), torch.cat([p.grad.flatten() for p in encoding.parameters()])))
+    assert relative_error(results[1][0], results[0][0]) < 1e-5 and relative_error(results[1][1], results[0][1]) < 1e-5
