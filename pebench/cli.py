@@ -1,10 +1,11 @@
-"""The ``pebench`` command: ``run``, ``sweep``, ``list``, ``report``, ``bench``.
+"""The ``pebench`` command: ``run``, ``evaluate``, ``sweep``, ``list``, ``report``, ``bench``.
 
-Bad input (an unknown encoding or task, an impossible length split, a malformed ``--set``)
-exits with status 2 and a message saying what to do, before anything is trained or written.
-A run that fails while training or evaluating is recorded as ``failed`` with its error and
-exits with status 1. Ctrl-C writes no partial run record; ``bench`` keeps the shapes it has timed
-in ``partial/`` beside its tables, which only a whole run replaces.
+Bad input (an unknown encoding or task, an impossible length split, a malformed ``--set``, a
+value a plugin refuses, a missing device, a results folder that cannot be written) exits with
+status 2 and a message saying what to do, before anything is trained or written. A run that
+fails while training or evaluating is recorded as ``failed`` with its error and exits with
+status 1. Ctrl-C prints one line, writes no partial run record and exits 130; ``bench`` keeps the
+shapes it has timed in ``partial/`` beside its tables, which only a whole run replaces.
 """
 
 from __future__ import annotations
@@ -23,18 +24,15 @@ from tabulate import tabulate
 from . import __version__, bench, checkpoints, execution, sweep
 from .cards import encoding_cards, task_cards
 from .data import DATA_ENV
-from .records import USER_RESULTS, check_writable, load_records
-from .registry import PluginConflictError, UnknownNameError
-from .report import write_reports
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
-
+from .records import USER_RESULTS, check_writable, load_records
+from .registry import PluginConflictError, UnknownNameError
+from .report import write_reports
 
 RESULTS_HELP = (f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
                 "the committed grid, tables and benchmark: --results results)")
-
-
 THREADS_HELP = ("CPU threads of torch's operations (default: torch's own, the cores; recorded in each run): the order of "
                 "floating-point sums, so a run's numbers, depend on it")
 

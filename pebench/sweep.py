@@ -25,7 +25,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 from . import engines, execution

@@ -3,7 +3,6 @@ user must get (exit status, message, record)."""
 
 import json
 import math
-import os
 import signal
 import subprocess
 import sys
