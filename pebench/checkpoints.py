@@ -7,7 +7,8 @@ the results folder). Sweeps keep none unless asked (``--save-checkpoints``).
 
 ``pebench evaluate RECORD --set ...`` rebuilds that run's model (its resolved cards, and the
 sequence lengths its encoding was sized for: a learned table keeps its size, so a longer bucket is
-recorded as not representable, never silently extended), loads the weights, and scores new
+recorded as not representable, never silently extended; a larger output cap, ``decoding.
+max_length_*``, can reach past it too), loads the weights, and scores new
 lengths (``split.buckets``, ``split.eval_examples``, ``split.eval_seed``) or another decoding
 (``decoding.*``) exactly as a run scores them. Settings that would change the trained model are
 refused. The new record is a configuration of its own (its settings name the change), keeps the
@@ -101,7 +102,7 @@ def rescore(path: Path, overrides: list[str], results: Path, device: torch.devic
         ValueError: from :func:`plan_evaluation`, or for a task card the protocol refuses.
     """
     source, task, settings, target = plan_evaluation(Path(path), overrides, results)
-    if target == Path(path):
+    if target.resolve() == Path(path).resolve():
         raise ValueError(f"these settings are the source run's own: its record {path} already holds their scores")
     tick = time.perf_counter()
     protocol = resolve(task)

@@ -10,12 +10,14 @@ DDP averages the ranks' gradients: the gradients are those of one process on the
 batch. The model is initialised from the run's seed on every rank (DDP also broadcasts rank 0's
 weights); after that, ranks other than 0 reseed their random streams (seed + rank), so dropout
 and randomized positions differ per rank. Validation and evaluation run on rank 0, which alone
-writes the record (naming the world size and backend); the others wait, and stop training at
-the step rank 0 stops at.
+writes the record (naming the world size and backend); the others wait (the collectives' timeout
+is raised to :data:`COLLECTIVE_TIMEOUT_HOURS` for that), and stop training at the step rank 0
+stops at, or fail with it when its validation fails.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 from dataclasses import dataclass
 
@@ -23,6 +25,8 @@ import torch
 import torch.distributed as dist
 
 from .devices import resolve_device
+
+COLLECTIVE_TIMEOUT_HOURS = 12  # torch's defaults (NCCL 10 minutes, gloo 30) would end the job during rank 0's evaluation
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,11 @@ class Distributed:
         dist.all_reduce(summed)
         return summed.tolist()
 
-    def agree(self, flag: bool, device: torch.device) -> bool:
-        """Rank 0's ``flag``, on every rank."""
-        shared = torch.tensor([int(flag)], device=device)
+    def agree(self, value: int, device: torch.device) -> int:
+        """Rank 0's ``value`` (a small integer: a decision), on every rank."""
+        shared = torch.tensor([int(value)], device=device)
         dist.broadcast(shared, src=0)
-        return bool(shared.item())
+        return int(shared.item())
 
     def describe(self) -> dict:
         return {"world_size": self.world_size, "backend": self.backend}
@@ -75,8 +79,8 @@ def from_environment(device_name: str) -> tuple[Distributed | None, torch.device
     if device.type == "cuda":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group(backend)
+    if not dist.is_initialized():  # the other ranks wait at a barrier while rank 0 evaluates: hours, on a real task
+        dist.init_process_group(backend, timeout=datetime.timedelta(hours=COLLECTIVE_TIMEOUT_HOURS))
     return Distributed(dist.get_rank(), world_size, local_rank, backend), device
 
 

@@ -15,7 +15,8 @@ the done ones and counts the outcomes, the same on every engine.
   ends without a record (killed, out of time) is recorded failed with submitit's reason.
   ``cluster = "local"`` runs the jobs as local processes, submitit's own way of testing.
 
-Every engine calls ``on_record(index, record)`` as each cell finishes, in the order they finish.
+Every engine calls ``on_record(index, record)`` for each cell: local and Ray as each finishes,
+Slurm in the order the jobs were submitted (the driver waits for each job in turn).
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class EngineOptions:
                              f"{self.gpus_per_run}, {self.time_minutes}")
         if self.engine == "ray" and self.save_checkpoints:
             raise ValueError("--save-checkpoints needs the runs' machines to write to the results folder: use --engine local or slurm")
+        if self.engine == "slurm" and self.gpus_per_run != int(self.gpus_per_run):
+            raise ValueError(f"Slurm allocates whole GPUs: --gpus-per-run must be a whole number with --engine slurm; got {self.gpus_per_run} "
+                             f"(fractions of a GPU: --engine ray)")
 
 
 OnRecord = Callable[[int, dict], None]

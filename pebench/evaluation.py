@@ -236,12 +236,12 @@ def language_model_entry(model: Transformer, protocol: Protocol, bucket: LengthB
     tick = time.perf_counter()
     try:
         with seeded(f"{protocol.eval_seed}:{bucket.label}", device):
-            metrics, positions = score_length(model, tokens, length, min(protocol.task.stride, length), _batch_tokens(protocol), device)
+            metrics, positions, read = score_length(model, tokens, length, min(protocol.task.stride, length), _batch_tokens(protocol), device)
     except PositionLimitError as error:
         return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}
     sync_device(device)
     seconds = time.perf_counter() - tick
-    return {**entry, "metrics": metrics, "eval_tokens_per_second": round(entry["n"] / seconds, 1),
+    return {**entry, "metrics": metrics, "eval_tokens_per_second": round(read / seconds, 1),  # tokens read, both evaluations
             "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}], "loss_by_position": positions}
 
 

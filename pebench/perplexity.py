@@ -54,7 +54,8 @@ def windows(total: int, length: int, stride: int) -> list[tuple[int, int, int]]:
 @torch.no_grad()
 def token_losses(model: Transformer, tokens: list[int], length: int, stride: int, batch_tokens: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The NLL (nats) of every target t_1..t_T ``[T]`` and the input position it was predicted at
-    ``[T]``, scoring ``tokens`` (symbol ids) in windows of ``length`` moved by ``stride``."""
+    ``[T]``, scoring ``tokens`` (symbol ids) in windows of ``length`` moved by ``stride`` (the
+    tokens the model reads: :func:`tokens_read`)."""
     model.eval()
     text = torch.tensor(tokens, dtype=torch.long)
     losses, positions = torch.empty(len(tokens) - 1), torch.empty(len(tokens) - 1, dtype=torch.long)
@@ -75,6 +76,12 @@ def token_losses(model: Transformer, tokens: list[int], length: int, stride: int
             losses[start + scored_from : start + n] = nll[scored_from:]
             positions[start + scored_from : start + n] = torch.arange(scored_from, n)
     return losses, positions
+
+
+def tokens_read(total: int, length: int, stride: int) -> int:
+    """Input tokens a scoring of ``total`` tokens in windows of ``length`` moved by ``stride``
+    reads: ``total - 1`` without overlap, about ``length / stride`` times that with it."""
+    return sum(inputs for _, inputs, _ in windows(total, length, stride))
 
 
 def scores(losses: torch.Tensor, prefix: str = "") -> dict[str, float]:
@@ -102,11 +109,15 @@ def by_position(losses: torch.Tensor, positions: torch.Tensor, length: int) -> l
     return found
 
 
-def score_length(model: Transformer, tokens: list[int], length: int, stride: int, batch_tokens: int, device: torch.device) -> tuple[dict, list[dict]]:
-    """Both evaluations at ``length`` (see the module docstring): the metrics and the loss by
-    position of the nonoverlapping one."""
+def score_length(model: Transformer, tokens: list[int], length: int, stride: int, batch_tokens: int,
+                 device: torch.device) -> tuple[dict, list[dict], int]:
+    """Both evaluations at ``length`` (see the module docstring): the metrics, the loss by
+    position of the nonoverlapping one, and the input tokens both read."""
     losses, positions = token_losses(model, tokens, length, length, batch_tokens, device)
-    metrics = scores(losses)
-    sliding = losses if stride >= length else token_losses(model, tokens, length, stride, batch_tokens, device)[0]  # S >= N: the same windows
+    metrics, read = scores(losses), tokens_read(len(tokens), length, length)
+    if stride >= length:  # S >= N: the same windows
+        sliding = losses
+    else:
+        sliding, read = token_losses(model, tokens, length, stride, batch_tokens, device)[0], read + tokens_read(len(tokens), length, stride)
     metrics.update(scores(sliding, "sliding_"))
-    return metrics, by_position(losses, positions, length)
+    return metrics, by_position(losses, positions, length), read

@@ -205,29 +205,32 @@ def _reciprocal_ranks(scores: np.ndarray) -> np.ndarray:
 
 
 def _cell_scores(runs: pd.DataFrame, ood: pd.Series, resamples: np.ndarray | None) -> np.ndarray:
-    """An encoding's task score: OOD mean over its counted runs when ranked, else NaN; with
-    ``resamples`` ``[B, n]`` (indices into its runs), one score per resample ``[B]``."""
+    """An encoding's task score: the mean OOD score of its counted runs that have one (as the
+    task table's OOD mean), when ranked, else NaN; with ``resamples`` ``[B, n]`` (indices into
+    its runs), one score per resample ``[B]``. A run without an OOD score (a bucket its encoding
+    cannot represent) is left out of the mean, never read as 0."""
     counted, values = _counted(runs).to_numpy(), ood.to_numpy(dtype=float)
     no_target = runs["learned"].isna().all()
     index = np.arange(len(runs))[None] if resamples is None else resamples
     chosen, value = counted[index], values[index]
-    kept = chosen.sum(axis=1)
-    mean = np.where(kept > 0, np.nansum(np.where(chosen, value, 0), axis=1) / np.maximum(kept, 1), np.nan)
-    majority = np.ones_like(kept, dtype=bool) if no_target else kept * 2 > len(runs)
+    scored = chosen & ~np.isnan(value)
+    mean = np.where(scored.any(axis=1), np.where(scored, value, 0).sum(axis=1) / np.maximum(scored.sum(axis=1), 1), np.nan)
+    majority = np.ones(len(index), dtype=bool) if no_target else chosen.sum(axis=1) * 2 > len(runs)
     return np.where(majority, mean, np.nan)
 
 
-def overall(table: Tables) -> pd.DataFrame:
+def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     """Encodings by mean reciprocal rank over the protocol 2 tasks of the cards' own settings
-    (see the module docstring): MRR, its 95% bootstrap interval, tasks ranked on of tasks run,
-    and the rank in each task (NaN: not ranked there; absent: not run)."""
+    (see the module docstring), on each task's primary metric or on ``metric``: MRR, its 95%
+    bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
+    ranked there; absent: not run)."""
     runs = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
     encodings = sorted(runs.encoding.unique())
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     point, samples, ranks, ran = {}, {}, {}, {}
     for task, task_runs in sorted(runs.groupby("task")):
-        primary = task_runs["primary"].iloc[0]
-        ood = _wide(table, task_runs, primary)["OOD"] * (-1 if primary in LOWER_IS_BETTER else 1)  # higher is better from here
+        scored = metric or task_runs["primary"].iloc[0]
+        ood = _wide(table, task_runs, scored)["OOD"] * (-1 if scored in LOWER_IS_BETTER else 1)  # higher is better from here
         cells = {e: g for e, g in task_runs.groupby("encoding")}
         point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], None)[0] if e in cells else np.nan for e in encodings])
         boot = np.stack([_cell_scores(cells[e], ood.loc[cells[e].run], rng.integers(0, len(cells[e]), (BOOTSTRAP_RESAMPLES, len(cells[e]))))

@@ -1,6 +1,6 @@
 """Run records as tables (pandas), the shape the report and users work with.
 
-:func:`tables` turns records into three frames, keyed by ``run`` (``task/encoding/seed<k>``, with
+:func:`tables` turns records into five frames, keyed by ``run`` (``task/encoding/seed<k>``, with
 ``@<hash>`` for a configuration of other settings):
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
@@ -66,7 +66,7 @@ def protocol_of(record: dict) -> int:
 
 
 def tables(records: list[dict]) -> Tables:
-    """The three frames of the successful records among ``records`` (see the module docstring)."""
+    """The five frames of the successful records among ``records`` (see the module docstring)."""
     runs, scores, lengths, positions, curves = [], [], [], [], []
     for record in records:
         if record.get("status") != "ok":
@@ -166,10 +166,11 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
     bucket_rows = table.scores[table.scores.order >= 2].rename(columns={"where": "bucket"}).assign(length=float("nan"), n=float("nan"))
     protocol1 = table.runs.run[table.runs.protocol == 1]
     per_length = pd.concat([table.lengths, bucket_rows[bucket_rows.run.isin(protocol1)][table.lengths.columns]], ignore_index=True)
-    wide = per_length.pivot_table(index=["run", "bucket", "length"], columns="metric", values="value", aggfunc="first", dropna=False)
-    counts = per_length.drop_duplicates(["run", "bucket", "length"]).set_index(["run", "bucket", "length"])["n"]
-    wide = wide.join(counts).reset_index().dropna(subset=[c for c in wide.columns], how="all")
-    return wide.merge(table.runs, on="run", how="left")
+    keys = ["run", "bucket", "length"]
+    per_length = per_length.assign(length=per_length["length"].fillna(-1))  # protocol 1's buckets, no length: a key of its own for now
+    wide = per_length.drop_duplicates([*keys, "metric"]).set_index([*keys, "metric"])["value"].unstack("metric")  # the combinations that exist only
+    wide = wide.join(per_length.drop_duplicates(keys).set_index(keys)["n"]).reset_index()
+    return wide.assign(length=wide["length"].where(wide["length"] >= 0)).merge(table.runs, on="run", how="left")
 
 
 def legend(records: list[dict]) -> dict[str, dict]:

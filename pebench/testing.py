@@ -1,8 +1,8 @@
 """A conformance kit for encoding plugins (the idea of scikit-learn's ``check_estimator``).
 
 Every built-in encoding passes these checks; a plugin should too. Each check builds small seeded
-models around the plugin, in every architecture it claims, and raises AssertionError naming the
-property that broke:
+models around the plugin, in each architecture (decoder-only, encoder-decoder, encoder-only), and
+raises AssertionError naming the property that broke:
 
 - ``finite_gradients``: a training step's loss and every gradient are finite;
 - ``causality``: in a decoder, changing tokens after position i leaves the outputs up to i
@@ -44,7 +44,7 @@ from .evaluation import seeded
 from .model import ModelConfig, Transformer
 from .tasks.base import Example
 
-ARCHITECTURES = ("decoder", "encoder_decoder")
+ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
 VOCAB = 24
 TOLERANCE = 1e-4  # relative, float32: outputs equal to round-off
 
@@ -175,13 +175,16 @@ def _draws_at_evaluation(cls, params) -> bool:
 
 def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[str, ...] = ARCHITECTURES) -> list[Check]:
     """Every check of the kit for the plugin class ``cls`` built with ``params``, per
-    architecture (``causality`` in the decoder-only one, where attention is causal)."""
+    architecture: decoder-only, encoder-decoder and encoder-only (``causality`` in the
+    decoder-only one, where attention is causal; no ``cached_decoding`` in the encoder-only one,
+    which outputs in one pass)."""
     params = dict(params or {})
     random_positions = _draws_at_evaluation(cls, params)
     found = []
     for name, check in CHECKS.items():
         for architecture in architectures:
-            if (name == "causality" and architecture != "decoder") or (name == "padding_invariance" and random_positions):
+            if ((name == "causality" and architecture != "decoder") or (name == "padding_invariance" and random_positions)
+                    or (name == "cached_decoding" and architecture == "encoder")):  # one pass: nothing is decoded
                 continue
             found.append(Check(name, architecture, lambda check=check, architecture=architecture: check(cls, params, architecture)))
     return found

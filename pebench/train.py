@@ -46,6 +46,9 @@ TIMING_WARMUP_STEPS = 10
 GROUPED_BATCHES = 50
 
 
+GO_ON, STOP, FAIL = 0, 1, 2  # what a validation decides, on every rank of a torchrun job
+
+
 class NonFiniteError(ArithmeticError):
     """A loss or score that is not a finite number: the run has diverged."""
 
@@ -180,23 +183,32 @@ def train(model: Transformer, protocol: Protocol, seed: int, device: torch.devic
             log("train/loss", losses[-1], step + 1)
         if (step + 1) % config.eval_every and step + 1 < config.steps:
             continue
-        reached = False
+        reached, failure = False, None
         if validating:
             tick = time.perf_counter()
-            scores = validate(model, protocol, validation, device)
+            try:
+                scores = validate(model, protocol, validation, device)
+                for name, value in scores.items():
+                    if value is not None:
+                        finite(value, f"the validation {name} at step {step + 1}")
+            except Exception as error:  # in a torchrun job, told to every rank first, so that none waits on rank 0
+                failure = error
             model.train()
             validation_seconds += time.perf_counter() - tick
-            for name, value in scores.items():
-                if value is not None:
-                    finite(value, f"the validation {name} at step {step + 1}")
-            window = losses[(curve[-1]["step"] if curve else 0) :]
-            curve.append({"step": step + 1, "loss": round(sum(window) / len(window), 5), "validation": scores})
-            for name, value in scores.items():
-                if log is not None and value is not None:
-                    log(f"validation/{name}", value, step + 1)
-            bar.set_postfix(loss=f"{curve[-1]['loss']:.3f}", validation=scores[protocol.primary])
-            reached = config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target
-        if reached if distributed is None else distributed.agree(reached, device):
+            if failure is None:
+                window = losses[(curve[-1]["step"] if curve else 0) :]
+                curve.append({"step": step + 1, "loss": round(sum(window) / len(window), 5), "validation": scores})
+                for name, value in scores.items():
+                    if log is not None and value is not None:
+                        log(f"validation/{name}", value, step + 1)
+                bar.set_postfix(loss=f"{curve[-1]['loss']:.3f}", validation=scores[protocol.primary])
+                reached = config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target
+        decision = STOP if reached else FAIL if failure is not None else GO_ON
+        if distributed is not None:
+            decision = distributed.agree(decision, device)
+        if decision == FAIL:
+            raise failure if failure is not None else RuntimeError(f"rank 0's validation failed at step {step + 1} (its record says why)")
+        if decision == STOP:
             steps_to_target = step + 1
             break
     tail = losses[-max(1, len(losses) // 20) :]

@@ -52,7 +52,8 @@ def test_every_token_is_scored_exactly_once(length, stride):
 
 def test_a_uniform_model_has_the_vocabulary_size_as_perplexity():
     vocab = 29
-    metrics, _ = score_length(Uniform(vocab), list(range(20)) * 10, 16, 4, 1024, torch.device("cpu"))
+    metrics, _, read = score_length(Uniform(vocab), list(range(20)) * 10, 16, 4, 1024, torch.device("cpu"))
+    assert read == 199 + sum(inputs for _, inputs, _ in windows(200, 16, 4))  # both evaluations' windows
     assert metrics["perplexity"] == pytest.approx(vocab) and metrics["sliding_perplexity"] == pytest.approx(vocab)
     assert metrics["bits_per_token"] == pytest.approx(math.log2(vocab))
 

@@ -127,3 +127,18 @@ def test_load_results_gives_one_row_per_run_and_length_with_the_runs_metadata(tm
     assert row.sequence_accuracy == 0.9 and row.bucket == "5-8" and row.learned and row.steps_to_target == 100
     assert {"final_loss", "wall_seconds", "git_commit", "threads", "device", "data_origin", "protocol", "seed", "n"} <= set(frame.columns)
     assert row.git_commit == "abc" and row.protocol == 2 and row.data_origin == "generated"
+
+
+def test_a_run_without_an_ood_score_is_left_out_of_the_mean_not_counted_as_zero():
+    # X: 0.5, (no OOD score: a bucket its encoding could not represent), 0.5 -> 0.5, above Y's 0.4;
+    # read as 0, X would fall to 0.333 and below Y.
+    records = []
+    for seed in range(3):
+        x = record("t", "X", seed, 0.5)
+        if seed == 1:
+            x["scores"]["OOD"] = None
+        records += [x, record("t", "Y", seed, 0.4)]
+    table = tables(records)
+    assert overall(table).set_index("encoding")["MRR"].to_dict() == pytest.approx({"X": 1.0, "Y": 0.5})
+    board = leaderboard(table, table.runs, "sequence_accuracy").set_index("encoding")
+    assert board.loc["X", "OOD mean"] == pytest.approx(0.5) and board.loc["X", "rank"] == 1
