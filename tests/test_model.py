@@ -105,7 +105,7 @@ def test_model_rejects_bad_shapes():
     with pytest.raises(ValueError, match="multiple of n_heads"):
         ModelConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="architecture must be one of"):
-        ModelConfig(architecture="encoder")
+        ModelConfig(architecture="seq2seq")
 
 
 def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():

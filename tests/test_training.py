@@ -61,9 +61,9 @@ def test_a_loss_that_is_not_finite_stops_the_run_with_its_step_and_value(monkeyp
     real_loss = training_module._loss
     calls = []
 
-    def diverging(model, batch, smoothing):
+    def diverging(model, batch, smoothing, total_targets=None):
         calls.append(1)
-        loss = real_loss(model, batch, smoothing)
+        loss = real_loss(model, batch, smoothing, total_targets)
         return loss * math.nan if len(calls) == 7 else loss
 
     monkeypatch.setattr(training_module, "_loss", diverging)
