@@ -167,8 +167,8 @@ def record_problem(record) -> str | None:
         return f"schema {record.get('schema')!r}, not one this pebench reads (1 or {SCHEMA_VERSION})"
     error = jsonschema.exceptions.best_match(_validator().iter_errors(record))
     if error is not None:
-        where = "/".join(map(str, error.absolute_path)) or "the record"
-        return f"not a valid record at {where}: {error.message[:200]}"
+        where = "/".join(map(str, error.absolute_path))
+        return f"not a valid record{f' at {where}' if where else ''}: {error.message[:200]}"
     return None
 
 

@@ -141,15 +141,17 @@ def test_the_report_names_every_file_it_skips_and_why(tmp_path):
     text = json.loads(path.read_text())
     text["buckets"][1]["metrics"]["exact_match"] = "high"
     (runs / "text-metric.json").write_text(json.dumps(text))
+    (runs / "no-buckets.json").write_text(json.dumps({key: value for key, value in text.items() if key != "buckets"}))
     (runs / "failed.json").write_text(json.dumps({"status": "failed", "error": {"type": "NonFiniteError", "message": "loss nan"}}))
     records, skipped = load_records(good)
     reasons = {p.name: reason for p, reason in skipped}
-    assert len(records) == 1 and set(reasons) == {"array.json", "empty.json", "broken.json", "text-metric.json", "failed.json"}
+    assert len(records) == 1 and set(reasons) == {"array.json", "empty.json", "broken.json", "text-metric.json", "no-buckets.json", "failed.json"}
     assert reasons["array.json"] == "not a run record (a JSON list)"
     assert reasons["text-metric.json"].startswith("not a valid record at buckets/1/metrics/exact_match: 'high' is not of type")
+    assert reasons["no-buckets.json"] == "not a valid record: 'buckets' is a required property"
     assert "NonFiniteError: loss nan" in reasons["failed.json"] and reasons["empty.json"] == "status None"
     out = pebench("report", str(good))
-    assert out.returncode == 0 and out.stderr.count("pebench report: skipping") == 5 and "array.json" in out.stderr
+    assert out.returncode == 0 and out.stderr.count("pebench report: skipping") == 6 and "array.json" in out.stderr
 
 
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
