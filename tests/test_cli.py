@@ -59,19 +59,26 @@ def test_a_negative_seed_stops_and_writes_nothing(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "override, message",
+    "encoding, override, message",
     [
-        ("encoding.max_positions=8", "'Learned' represents at most 8 positions, but a sequence of 54 tokens"),  # validation: 18 + 36
-        ("encoding.no_such_param=1", "no parameter 'no_such_param' in encoding 'learned' (Learned); its parameters: max_positions, init_std"),
-        ("split.buckets=[[1, 16], [17, inf]]", "synthetic tasks need bounded length buckets"),
-        ("model.d_model=abc", "model.d_model must be of type int; got 'abc'"),
-        ("model.d_model=0", "model.d_model must be an integer >= 1; got 0"),
-        ("training.steps=0", "training.steps must be an integer >= 1; got 0"),
-        ("training.lr=-1", "training.lr must be a number > 0; got -1"),
+        ("learned", "encoding.max_positions=8", "'Learned' represents at most 8 positions, but a sequence of 54 tokens"),  # validation: 18 + 36
+        ("learned", "encoding.no_such_param=1", "no parameter 'no_such_param' in encoding 'learned' (Learned); its parameters: max_positions, init_std"),
+        ("learned", "split.buckets=[[1, 16], [17, inf]]", "synthetic tasks need bounded length buckets"),
+        ("learned", "model.d_model=abc", "model.d_model must be of type int; got 'abc'"),
+        ("learned", "model.d_model=0", "model.d_model must be an integer >= 1; got 0"),
+        ("learned", "training.steps=0", "training.steps must be an integer >= 1; got 0"),
+        ("learned", "training.lr=-1", "training.lr must be a number > 0; got -1"),
+        ("rope", "encoding.base=0", "RoPE needs base > 0; got 0"),
+        ("rope", "encoding.base=-10", "RoPE needs base > 0; got -10"),
+        ("rope", "encoding.base=abc", "encoding.base must be of type float; got 'abc'"),
+        ("rope", "decoding.beam_size=0", "decoding.beam_size must be an integer >= 1; got 0"),
+        ("rope", "decoding.strategy='beam'", 'decoding.strategy = "beam" decodes an encoder-decoder'),
+        ("rope", "training.target=-1", "training.target must be a number > 0; got -1"),
+        ("rope", "split.validation_examples=0", "split.validation_examples must be at least 1"),
     ],
 )
-def test_bad_cards_stop_before_training_and_write_nothing(tmp_path, override, message):
-    out = pebench("run", "--encoding", "learned", "--task", "copy", "--results", str(tmp_path), "--set", override)
+def test_bad_cards_stop_before_training_and_write_nothing(tmp_path, encoding, override, message):
+    out = pebench("run", "--encoding", encoding, "--task", "copy", "--results", str(tmp_path), "--set", override)
     assert out.returncode == 2 and message in out.stderr, out.stderr
     assert not (tmp_path / "runs").exists()
 
