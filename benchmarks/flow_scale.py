@@ -6,7 +6,7 @@ after training, for a task and seeds; each run trained and recorded as ``pebench
     python benchmarks/flow_scale.py --task wmt_long --seeds 0 --data-dir ../shared/data
 
 Prints one table row per (seed, stage) and writes them as JSON to ``--out``
-(``results/flow_scale/<task>.json``). The same file run with ``PYTHONPATH`` at an older
+(``<results>/flow_scale/<task>.json``). The same file run with ``PYTHONPATH`` at an older
 checkout measures that checkout's FLOATER (its ``pebench`` is imported instead).
 For reference, the token embeddings the biases sit beside have entries of unit variance.
 """
@@ -24,6 +24,7 @@ from tabulate import tabulate
 from pebench import execution
 from pebench.data import DATA_ENV
 from pebench.devices import resolve_device
+from pebench.records import USER_RESULTS
 from pebench.sweep import seeds as parse_seeds
 
 MULTIPLES = (1, 2, 4, 8, 16)
@@ -43,8 +44,9 @@ def main() -> None:
     parser.add_argument("--task", default="copy")
     parser.add_argument("--encoding", default="flow")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--results", type=Path, default=Path("results"), help="where the runs' records go")
-    parser.add_argument("--out", type=Path, help="the JSON of the table (default: results/flow_scale/<task>.json)")
+    parser.add_argument("--results", type=Path, default=USER_RESULTS,
+                        help=f"results folder: the runs' records and the table go there (default: ./{USER_RESULTS}; the committed ones: --results results)")
+    parser.add_argument("--out", type=Path, help="the JSON of the table (default: <results>/flow_scale/<task>.json)")
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
@@ -62,7 +64,7 @@ def main() -> None:
             raise SystemExit(f"{planned.label} failed: {record['error']['message']}")
         rows.append({"seed": seed, "stage": "trained", "train length": length, **max_abs_position(setup.model.encoding.cpu(), MULTIPLES, length)})
         print(tabulate(rows[-2:], headers="keys", floatfmt=".3g"), flush=True)
-    out = args.out or Path("results") / "flow_scale" / f"{args.task}.json"
+    out = args.out or args.results / "flow_scale" / f"{args.task}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     print(tabulate(rows, headers="keys", floatfmt=".3g"))

@@ -153,10 +153,12 @@ def _group_by_length(examples: list[Example]) -> dict[int, list[int]]:
 
 class Scorer:
     """Scores lists of examples with one protocol's metrics: per-example metrics or corpus text
-    metrics, as the card names them."""
+    metrics, as the card names them; ``signatures``: sacrebleu's signature of each text metric
+    once one has been scored (empty before, and for other metrics)."""
 
     def __init__(self, protocol: Protocol):
         self.protocol = protocol
+        self.signatures: dict[str, str] = {}
 
     def outputs(self, model: Transformer, examples: list[Example], device: torch.device) -> tuple[Outputs, list]:
         """The model's outputs, and what is scored of each example: its metrics (a dict), or its
@@ -170,7 +172,8 @@ class Scorer:
     def pooled(self, examples: list[Example], scored: list) -> dict[str, float | None]:
         """One score per metric over ``examples``: the corpus score, or the mean over examples."""
         if self.protocol.text:
-            return text_scores(scored, [e.reference for e in examples], self.protocol.metrics)[0]
+            scores, self.signatures = text_scores(scored, [e.reference for e in examples], self.protocol.metrics)
+            return scores
         return {name: round(value, 5) for name, value in _mean_rows(scored).items()}
 
     def per_length(self, examples: list[Example], scored: list) -> list[dict]:
@@ -253,7 +256,8 @@ def _batch_tokens(protocol: Protocol) -> int:
 def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
     """Every bucket's entry, and the run's ``scores``: ``ID`` and ``OOD`` (and, for text
     metrics, ``all``: the whole evaluation set), each None when a bucket of it could not be
-    scored, and ``unscored``: the labels of such buckets."""
+    scored; ``unscored``: the labels of such buckets; for text metrics that were scored,
+    ``signatures``: sacrebleu's signature of each."""
     scorer = Scorer(protocol)
     entries, scored_by_bucket = [], []
     for index, (bucket, examples) in enumerate(sets.items()):
@@ -265,9 +269,9 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
         scored_by_bucket.append(scored)
     examples_by_bucket = list(sets.values())
     splits = {"ID": [0], "OOD": list(range(1, len(entries)))}
+    scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
     if protocol.text:
         splits["all"] = list(range(len(entries)))
-    scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
     for split, indices in splits.items():
         if not indices or any(entries[i]["metrics"] is None for i in indices):
             scores[split] = None
@@ -275,6 +279,8 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
         flat_examples = [e for i in indices for e in examples_by_bucket[i]]
         flat_scores = [s for i in indices for s in scored_by_bucket[i]]
         scores[split] = scorer.split_score([entries[i] for i in indices], flat_examples, flat_scores)
+    if scorer.signatures:
+        scores["signatures"] = scorer.signatures
     return entries, scores
 
 

@@ -140,7 +140,8 @@ def test_wmt_long_end_to_end_tiny(tmp_path):
     assert record["data"]["pairs"] == {"train_news": 28158, "train_tatoeba": 169813, "dev": 3000, "test": 3003}
     assert record["data"]["origin"].startswith("local:")
     assert [b["n"] for b in record["buckets"]] == [4, 4, 4, 4] and record["scores"]["unscored"] == []
-    assert set(record["scores"]) == {"ID", "OOD", "all", "unscored"} and set(record["scores"]["all"]) == {"bleu", "chrf"}
+    assert set(record["scores"]) == {"ID", "OOD", "all", "unscored", "signatures"} and set(record["scores"]["all"]) == {"bleu", "chrf"}
+    assert record["scores"]["signatures"]["bleu"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
     assert sum(length["n"] for length in record["buckets"][1]["lengths"]) == 4  # per length, as per bucket
     assert [point["step"] for point in record["training"]["curve"]] == [4]  # the validation BLEU at the cap
     assert record["training"]["steps_to_target"] is None and record["training"]["target"] is None
