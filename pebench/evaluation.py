@@ -269,9 +269,9 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
         scored_by_bucket.append(scored)
     examples_by_bucket = list(sets.values())
     splits = {"ID": [0], "OOD": list(range(1, len(entries)))}
-    scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
     if protocol.text:
         splits["all"] = list(range(len(entries)))
+    scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
     for split, indices in splits.items():
         if not indices or any(entries[i]["metrics"] is None for i in indices):
             scores[split] = None
