@@ -252,7 +252,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
         "tasks ranked": [int(sum(e in ranks[t].index for t in point)) for e in encodings], "tasks run": runs_on,
     })
     for task in point:
-        result[task] = [ranks[task].get(e, np.nan) if r else None for e, r in zip(encodings, ran[task])]
+        result[task] = pd.Series([ranks[task].get(e, np.nan) if r else None for e, r in zip(encodings, ran[task])], dtype=object)
     return result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
 
 

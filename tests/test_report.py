@@ -79,6 +79,13 @@ def test_mean_reciprocal_rank_and_its_bootstrap_interval_known_answers():
     assert list(result.index) == ["A", "B", "C"]
 
 
+def test_the_overall_table_tells_not_ranked_from_not_run():
+    # C ran t1 without learning it (not ranked: "—"); D ran t2 only (t1 blank), rank 2 of 4 there.
+    shown = report.display_overall(overall(tables(toy_grid() + [record("t2", "D", 0, 0.6)]))).set_index("encoding")
+    assert shown.loc["C", "t1"] == "—" and shown.loc["D", "t1"] == "" and shown.loc["D", "t2"] == "2"
+    assert shown.loc["D", "tasks ranked"] == "1/1"
+
+
 def test_a_run_with_other_buckets_is_its_own_table_and_blanks_nothing(tmp_path):
     records = toy_grid() + [record("t1", "A", 0, 0.0, settings={"split.buckets": [[1, 4], [5, 6], [7, 8]]})]
     printed = write_reports(records, tmp_path / "boards")
