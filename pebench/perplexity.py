@@ -114,10 +114,8 @@ def score_length(model: Transformer, tokens: list[int], length: int, stride: int
     """Both evaluations at ``length`` (see the module docstring): the metrics, the loss by
     position of the nonoverlapping one, and the input tokens both read."""
     losses, positions = token_losses(model, tokens, length, length, batch_tokens, device)
-    metrics, read = scores(losses), tokens_read(len(tokens), length, length)
-    if stride >= length:  # S >= N: the same windows
-        sliding = losses
-    else:
-        sliding, read = token_losses(model, tokens, length, stride, batch_tokens, device)[0], read + tokens_read(len(tokens), length, stride)
-    metrics.update(scores(sliding, "sliding_"))
+    overlapping = stride < length  # else the same windows: scored once
+    sliding = token_losses(model, tokens, length, stride, batch_tokens, device)[0] if overlapping else losses
+    read = tokens_read(len(tokens), length, length) + (tokens_read(len(tokens), length, stride) if overlapping else 0)
+    metrics = {**scores(losses), **scores(sliding, "sliding_")}
     return metrics, by_position(losses, positions, length), read
