@@ -77,8 +77,9 @@ def _swaps(order: list[str]) -> str:
 
 
 def randomized_beats_base(table: Tables) -> Verdict:
-    """Reproduced when each randomized card beats its base on more than half of the tasks where
-    both learned ID (the claim is "on most tasks"), over the Chomsky suite and copy, reverse."""
+    """Reproduced when a randomized card beats its base in more than half of the comparisons
+    (one per task and pair of cards, where both learned ID; the claim is "on most tasks"), over
+    Ruoss et al.'s Chomsky tasks and copy, reverse."""
     cells, failed, compared, missing = [], [], 0, []
     for task in RUOSS_TASKS:
         board = _board(table, task)
