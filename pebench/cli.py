@@ -24,6 +24,7 @@ from tabulate import tabulate
 from . import __version__, bench, checkpoints, execution, sweep
 from .cards import encoding_cards, task_cards
 from .data import DATA_ENV
+from .blocks import refresh_blocks
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
@@ -71,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     report_parser.add_argument("--results", dest="results_option", type=Path, help=RESULTS_HELP)
     report_parser.add_argument("results", nargs="?", type=Path, default=USER_RESULTS, help="the results folder, as --results")
     report_parser.add_argument("--out", type=Path, help="where to write the tables (default: <results>/leaderboards)")
+    report_parser.add_argument("--readme", type=Path, metavar="MARKDOWN",
+                               help="then refresh this file's '<!-- generated: PATH -->' blocks (PATH relative to it) from the written tables")
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
     sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real), or all (default)")
@@ -188,6 +191,8 @@ def command_list(args) -> int:
 
 def command_report(args) -> int:
     args.results = args.results_option or args.results
+    if args.readme and not args.readme.is_file():
+        return _fail(FileNotFoundError(f"--readme {args.readme}: no such file"))
     records, skipped = load_records(args.results)
     for path, reason in skipped:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
@@ -197,6 +202,12 @@ def command_report(args) -> int:
     for text in write_reports(records, out, bench.load(args.results)).values():
         print(text)
     print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md")
+    if args.readme:
+        try:
+            refreshed = refresh_blocks(args.readme)
+        except (OSError, ValueError) as error:
+            return _fail(error)
+        print(f"refreshed in {args.readme}: " + ", ".join(refreshed))
     return 0
 
 

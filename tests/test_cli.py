@@ -127,6 +127,13 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
     assert (boards / f"{label}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (boards / "overall.md").exists()  # a table of other settings is not one of the benchmark's tasks
     assert "claim" in (boards / "validity.md").read_text()
+    readme = tmp_path / "README.md"
+    readme.write_text("# Results\n\n<!-- generated: leaderboards/validity.md -->\nold\n<!-- end -->\n")
+    out = pebench("report", str(tmp_path), "--readme", str(readme))
+    assert out.returncode == 0, out.stderr
+    assert readme.read_text() == "# Results\n\n<!-- generated: leaderboards/validity.md -->\n" + (boards / "validity.md").read_text() + "<!-- end -->\n"
+    out = pebench("report", str(tmp_path), "--readme", str(tmp_path / "MISSING.md"))
+    assert out.returncode == 2 and "MISSING.md: no such file" in out.stderr
 
 
 def test_report_without_records_says_what_to_do(tmp_path):

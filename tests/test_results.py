@@ -3,7 +3,6 @@ from HEAD, so that a user's own runs do not count), and the README shows the gen
 not hand-edited ones."""
 
 import io
-import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pebench import bench
+from pebench.blocks import generated_blocks
 from pebench.records import load_records
 from pebench.report import write_reports
 
@@ -45,7 +45,7 @@ def test_the_readme_shows_the_generated_tables(tmp_path):
     # The committed tables, or those regenerated in this checkout: a user's own runs and
     # `pebench report` (the README's first commands) rewrite results/ but not the README.
     readme = (ROOT / "README.md").read_text()
-    blocks = dict(re.findall(r"<!-- generated: (\S+) -->\n(.*?)<!-- end -->", readme, flags=re.S))
+    blocks = generated_blocks(readme)
     assert {"results/leaderboards/overall.md", "results/leaderboards/validity.md", "results/throughput/summary.md"} <= set(blocks)
     committed = committed_results(tmp_path).parent
     for path, text in blocks.items():
