@@ -24,15 +24,20 @@ of freedom over the n runs; none for one run).
 by its OOD mean over those runs (1 = best: the highest score, the lowest perplexity or bits;
 ties share the mean rank); the others are listed
 below the ranked ones, marked, with no rank. The overall table orders encodings by their *mean
-reciprocal rank* over the tasks they ran (Kazemnejad et al. 2023, arXiv:2305.19466, sec. 4), a
-task where an encoding is not ranked counting 1/rank = 0, with a 95% bootstrap interval: 1,000
-resamples of each (task, encoding)'s runs with replacement, ranks and MRR recomputed in each,
-the 2.5th and 97.5th percentiles (seeded, so the table is the same on every machine). Only
-protocol 2 tables of the cards' own task settings enter the overall ranking.
+reciprocal rank* over tasks (Kazemnejad et al. 2023, arXiv:2305.19466, sec. 4), a task where an
+encoding is not ranked counting 1/rank = 0, with a 95% bootstrap interval: 1,000 resamples of
+each (task, encoding)'s runs with replacement, ranks and MRR recomputed in each, the 2.5th and
+97.5th percentiles (seeded, so the table is the same on every machine). Only protocol 2 tables
+of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
+one set of tasks and one field of rivals, so the overall ranking comes in *blocks*: for each set
+of tasks some encoding ran, every encoding that ran all of them, ranked among themselves over
+those tasks only (:func:`overall_blocks`; the grid's two tiers make two blocks: the nine
+encodings over every task, all seventeen over the synthetic tasks).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -256,6 +261,22 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     return result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
 
 
+def overall_blocks(table: Tables, metric: str | None = None) -> list[pd.DataFrame]:
+    """The overall ranking in complete blocks (see the module docstring): for each distinct set of
+    tasks an encoding ran (protocol 2, the cards' settings), largest first, :func:`overall` of the
+    encodings that ran every one of them, over those tasks only. A block of one encoding is left
+    out. Within a block every encoding ran every task, so no rank is missing for want of a run."""
+    runs = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    ran = runs.groupby("encoding")["task"].agg(frozenset)
+    blocks = []
+    for tasks in sorted(set(ran), key=lambda chosen: (-len(chosen), sorted(chosen))):
+        encodings = [encoding for encoding, done in ran.items() if tasks <= done]
+        if len(encodings) > 1:
+            block = runs[runs.encoding.isin(encodings) & runs.task.isin(tasks)]
+            blocks.append(overall(dataclasses.replace(table, runs=block), metric))
+    return blocks
+
+
 def display_overall(table: pd.DataFrame) -> pd.DataFrame:
     shown = pd.DataFrame({"encoding": table["encoding"], "MRR": table["MRR"].map(lambda v: f"{v:.3f}"),
                           "95% interval": [f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(table["MRR low"], table["MRR high"])],
@@ -266,7 +287,18 @@ def display_overall(table: pd.DataFrame) -> pd.DataFrame:
 
 
 OVERALL_TITLE = ("Overall: mean reciprocal rank over tasks (Kazemnejad et al. 2023) of the OOD score of each task's primary metric, "
-                 "95% bootstrap interval over seeds; per task, the rank (— : not ranked, most runs did not learn ID; blank: not run)")
+                 "95% bootstrap interval over seeds; per task, the rank (— : not ranked, most runs did not learn ID). "
+                 "One table per set of tasks: the encodings that ran every one of them, ranked among themselves")
+
+
+def _block_title(block: pd.DataFrame) -> str:
+    tasks = list(block.columns[6:])
+    return f"{len(block)} encodings x {len(tasks)} task{'s' * (len(tasks) != 1)}" + (f" ({', '.join(tasks)})" if len(tasks) <= 6 else "")
+
+
+def render_overall(blocks: list[pd.DataFrame], table_format: str) -> str:
+    """The overall title, then each block's size and table."""
+    return OVERALL_TITLE + "\n\n" + "\n".join(f"{_block_title(b)}:\n\n{_table(display_overall(b), table_format)}\n" for b in blocks)
 
 
 def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
@@ -423,12 +455,13 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
         if table.positions.run.isin(runs.run).any():
             plot_positions(name, table, runs, out / f"{name}.positions.png")
         printed[name] = render(name, table, runs, "simple", throughput)
-    ranking = overall(table)
-    if not ranking.empty:
+    blocks = overall_blocks(table)
+    if blocks:
         for suffix, table_format in FORMATS.items():
-            (out / f"overall.{suffix}").write_text(OVERALL_TITLE + "\n\n" + _table(display_overall(ranking), table_format) + "\n")
-        ranking.to_csv(out / "overall.csv", index=False, float_format="%.6g")
-        printed["overall"] = OVERALL_TITLE + "\n\n" + _table(display_overall(ranking), "simple") + "\n"
+            (out / f"overall.{suffix}").write_text(render_overall(blocks, table_format))
+        frame = pd.concat([b.assign(block=i) for i, b in enumerate(blocks, start=1)], ignore_index=True)
+        frame[["block", *frame.columns.drop("block")]].to_csv(out / "overall.csv", index=False, float_format="%.6g")
+        printed["overall"] = render_overall(blocks, "simple")
     labels = legend(records)
     if labels:
         rows = [[label, ", ".join(f"{key}={value}" for key, value in settings.items())] for label, settings in labels.items()]

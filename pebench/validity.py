@@ -60,8 +60,8 @@ def kazemnejad_order(table: Tables) -> Verdict:
     runs = table.runs[table.runs.card.isin(KAZEMNEJAD_ORDER) & (table.runs.encoding == table.runs.card) & (table.runs.protocol == 2)
                       & table.runs.task.isin(SYNTHETIC) & (table.runs.table == table.runs.task)]
     ranking = overall(dataclasses.replace(table, runs=runs), "exact_match")  # the published figures' metric
-    if ranking.empty or set(ranking.encoding) != set(KAZEMNEJAD_ORDER):
-        return Verdict("—", "not comparable", "not every one of the five encodings has protocol 2 runs on the decoder-only synthetic tasks")
+    if ranking.empty or set(ranking.encoding) != set(KAZEMNEJAD_ORDER) or (ranking["tasks run"] < runs.task.nunique()).any():
+        return Verdict("—", "not comparable", "not every one of the five encodings has protocol 2 runs on every decoder-only synthetic task")
     order = list(ranking.encoding)
     measured = (" > ".join(f"{e} {m:.3f}" for e, m in zip(ranking.encoding, ranking.MRR))
                 + f" (MRR of OOD exact match over {', '.join(sorted(runs.task.unique()))})")

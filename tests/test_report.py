@@ -79,11 +79,22 @@ def test_mean_reciprocal_rank_and_its_bootstrap_interval_known_answers():
     assert list(result.index) == ["A", "B", "C"]
 
 
-def test_the_overall_table_tells_not_ranked_from_not_run():
-    # C ran t1 without learning it (not ranked: "—"); D ran t2 only (t1 blank), rank 2 of 4 there.
-    shown = report.display_overall(overall(tables(toy_grid() + [record("t2", "D", 0, 0.6)]))).set_index("encoding")
-    assert shown.loc["C", "t1"] == "—" and shown.loc["D", "t1"] == "" and shown.loc["D", "t2"] == "2"
-    assert shown.loc["D", "tasks ranked"] == "1/1"
+def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_tasks(tmp_path):
+    # D ran t2 only. Block 1: A, B, C over t1 and t2, as without D (C not ranked on t1: "—").
+    # Block 2: A, B, C, D over t2 alone: A 0.8 > D 0.6 > C 0.5 > B 0.2, MRR 1, 1/2, 1/3, 1/4.
+    records = toy_grid() + [record("t2", "D", seed, 0.6) for seed in range(3)]
+    first, second = report.overall_blocks(tables(records))
+    assert first.equals(overall(tables(toy_grid())))
+    assert report.display_overall(first).set_index("encoding").loc["C", "t1"] == "—"
+    assert list(second.columns[6:]) == ["t2"]
+    assert second.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 1, "D": 1 / 2, "C": 1 / 3, "B": 1 / 4})
+    assert set(second["tasks run"]) == {1}
+    write_reports(records, tmp_path)
+    shown = (tmp_path / "overall.md").read_text()
+    assert "3 encodings x 2 tasks (t1, t2):" in shown and "4 encodings x 1 task (t2):" in shown
+    assert shown.index("3 encodings") < shown.index("4 encodings")  # the block of more tasks first
+    csv = (tmp_path / "overall.csv").read_text().splitlines()
+    assert csv[0].startswith("block,encoding,MRR") and len(csv) == 1 + 3 + 4
 
 
 def test_a_run_with_other_buckets_is_its_own_table_and_blanks_nothing(tmp_path):
