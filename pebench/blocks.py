@@ -6,39 +6,45 @@ checks that the committed README's blocks are the committed tables)."""
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 
-BLOCK = re.compile(r"<!-- generated: (\S+) -->\n(.*?)<!-- end -->", flags=re.S)
+from .records import write_atomically
+
+OPENING = "<!-- generated: "
+MARKER = re.compile(r"<!-- generated: \S+ -->\n")  # a line of its own; a mention in prose is not one
+BLOCK = re.compile(r"<!-- generated: (\S+) -->\n((?:(?!<!-- generated: \S+ -->\n).)*?)<!-- end -->", flags=re.S)
 
 
 def generated_blocks(text: str) -> dict[str, str]:
-    """The blocks of a document's text: {path as written: the text between the markers}."""
-    return dict(BLOCK.findall(text))
+    """The blocks of a document's text: {path as written: the text between the markers}.
+
+    Raises ``ValueError`` when an opening marker has no ``<!-- end -->`` before the next block."""
+    blocks, markers = BLOCK.findall(text), len(MARKER.findall(text))
+    if len(blocks) != markers:
+        raise ValueError(f"{markers} '{OPENING}PATH -->' markers but {len(blocks)} blocks: one has no '<!-- end -->' before the next")
+    return dict(blocks)
 
 
 def refresh_blocks(document: Path) -> list[str]:
-    """Rewrite each generated block of ``document`` with its file's current content.
+    """Rewrite each generated block of ``document`` with its file's current content (a newline
+    added when the file does not end with one, so that the end marker keeps its own line).
 
     Returns the paths of the blocks, in order. Raises ``FileNotFoundError`` (naming the block and
-    the file) when a block's file does not exist, and ``ValueError`` when the document has no block;
-    the document is then unchanged: it is written once, atomically, after every file was read.
-    """
-    text = document.read_text()
-    paths = BLOCK.findall(text)
+    the file) when a block's file is not a file, and ``ValueError`` when the document has no
+    block or a block without its end marker; the document is then unchanged: it is written once,
+    atomically (through a symbolic link, to its target), after every file was read."""
+    document = Path(document).resolve()
+    text = document.read_text(encoding="utf-8")
+    paths = list(generated_blocks(text))
     if not paths:
-        raise ValueError(f"{document} has no '<!-- generated: PATH -->' ... '<!-- end -->' block")
+        raise ValueError(f"{document} has no '{OPENING}PATH -->' ... '<!-- end -->' block")
     contents = {}
-    for path, _ in paths:
+    for path in paths:
         source = document.parent / path
         if not source.is_file():
-            raise FileNotFoundError(f"{document}: the block 'generated: {path}' names {source}, which does not exist")
-        contents[path] = source.read_text()
-    refreshed = BLOCK.sub(lambda match: f"<!-- generated: {match[1]} -->\n{contents[match[1]]}<!-- end -->", text)
-    with tempfile.NamedTemporaryFile("w", dir=document.parent, delete=False, suffix=".tmp") as handle:
-        handle.write(refreshed)
-    os.chmod(handle.name, document.stat().st_mode)
-    os.replace(handle.name, document)
-    return [path for path, _ in paths]
+            raise FileNotFoundError(f"{document}: the block '{OPENING}{path} -->' names {source}, which is not a file")
+        content = source.read_text(encoding="utf-8")
+        contents[path] = content if content.endswith("\n") else content + "\n"
+    write_atomically(document, BLOCK.sub(lambda match: f"{OPENING}{match[1]} -->\n{contents[match[1]]}<!-- end -->", text))
+    return paths

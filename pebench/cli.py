@@ -206,8 +206,11 @@ def command_report(args) -> int:
         try:
             refreshed = refresh_blocks(args.readme)
         except (OSError, ValueError) as error:
-            return _fail(error)
+            return _fail(type(error)(f"the tables are written, {args.readme} is unchanged: {error}"))
         print(f"refreshed in {args.readme}: " + ", ".join(refreshed))
+        if not any((args.readme.parent / path).resolve().is_relative_to(out.resolve()) for path in refreshed):
+            print(f"pebench report: warning: no block of {args.readme} names a file under {out}: its tables are not the ones just written",
+                  file=sys.stderr)
     return 0
 
 

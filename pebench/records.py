@@ -18,6 +18,7 @@ import functools
 import json
 import math
 import os
+import stat
 import subprocess
 import tempfile
 from datetime import datetime, timezone
@@ -99,19 +100,29 @@ def write_record(path: Path, record: dict) -> None:
 
 
 def write_atomically(path: Path, content: str | bytes) -> None:
-    """Write ``content`` (text, or bytes) to ``path`` (parent folders made) so that a reader or a
-    crash sees the old file or the new one, never a part: temporary file beside it, fsync, rename."""
+    """Write ``content`` (text as UTF-8, or bytes) to ``path`` (parent folders made) so that a
+    reader or a crash sees the old file or the new one, never a part: temporary file beside it,
+    fsync, rename. The file keeps the permissions of the one it replaces; a new one gets the
+    usual ``0o666`` less the umask (not the temporary file's ``0o600``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(content, bytes) else "w"
-    with tempfile.NamedTemporaryFile(mode, dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
+    permissions = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_umask()
+    kind = {"mode": "wb"} if isinstance(content, bytes) else {"mode": "w", "encoding": "utf-8"}
+    with tempfile.NamedTemporaryFile(**kind, dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as file:
         try:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
+            os.chmod(file.name, permissions)
         except BaseException:
             os.unlink(file.name)
             raise
     os.replace(file.name, path)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def check_writable(results: Path) -> None:

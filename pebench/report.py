@@ -29,10 +29,10 @@ encoding is not ranked counting 1/rank = 0, with a 95% bootstrap interval: 1,000
 each (task, encoding)'s runs with replacement, ranks and MRR recomputed in each, the 2.5th and
 97.5th percentiles (seeded, so the table is the same on every machine). Only protocol 2 tables
 of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
-one set of tasks and one field of rivals, so the overall ranking comes in *blocks*: for each set
-of tasks some encoding ran, every encoding that ran all of them, ranked among themselves over
-those tasks only (:func:`overall_blocks`; the grid's two tiers make two blocks: the nine
-encodings over every task, all seventeen over the synthetic tasks).
+one set of runs and one field of rivals, so the overall ranking comes in *blocks*: encodings that
+all ran the same tasks at the same seeds, ranked among themselves on those runs
+(:func:`overall_blocks`; the grid's two tiers make two blocks: the nine encodings on every task,
+all seventeen on the synthetic tasks).
 """
 
 from __future__ import annotations
@@ -261,20 +261,43 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     return result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
 
 
-def overall_blocks(table: Tables, metric: str | None = None) -> list[pd.DataFrame]:
-    """The overall ranking in complete blocks (see the module docstring): for each distinct set of
-    tasks an encoding ran (protocol 2, the cards' settings), largest first, :func:`overall` of the
-    encodings that ran every one of them, over those tasks only. A block of one encoding is left
-    out. Within a block every encoding ran every task, so no rank is missing for want of a run."""
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One table of the overall ranking: ``ranking`` (:func:`overall` of the block's runs) and
+    ``cells``, the (task, seed) pairs at which every one of its encodings has a run."""
+
+    ranking: pd.DataFrame
+    cells: frozenset
+
+    @property
+    def tasks(self) -> list[str]:
+        return sorted({task for task, _ in self.cells})
+
+
+def overall_blocks(table: Tables, metric: str | None = None) -> list[Block]:
+    """The overall ranking in complete blocks (see the module docstring), on each task's primary
+    metric or on ``metric``.
+
+    A block is a set of encodings E and a set of (task, seed) cells C such that every encoding of
+    E has a run (protocol 2, the cards' settings) at every cell of C, C holds every cell they all
+    share, and E every encoding that ran all of C: the formal concepts of the relation "has a run
+    at", those of two encodings or more. Ranks and MRR are computed on those runs alone, so within
+    a block every encoding is compared on the same tasks, at the same seeds, against the same
+    rivals. Blocks come largest first (encodings x tasks). A grid of tiers (the nine encodings on
+    every task, seventeen on some) gives one block per tier."""
     runs = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
-    ran = runs.groupby("encoding")["task"].agg(frozenset)
+    ran = {encoding: frozenset(zip(group.task, group.seed)) for encoding, group in runs.groupby("encoding")}
+    intents, frontier = set(ran.values()), set(ran.values())
+    while frontier:  # every intersection of encodings' cells: intersect the new ones with each encoding's
+        frontier = {shared & cells for shared in frontier for cells in ran.values()} - intents - {frozenset()}
+        intents |= frontier
     blocks = []
-    for tasks in sorted(set(ran), key=lambda chosen: (-len(chosen), sorted(chosen))):
-        encodings = [encoding for encoding, done in ran.items() if tasks <= done]
+    for cells in intents:
+        encodings = [encoding for encoding, done in ran.items() if cells <= done]
         if len(encodings) > 1:
-            block = runs[runs.encoding.isin(encodings) & runs.task.isin(tasks)]
-            blocks.append(overall(dataclasses.replace(table, runs=block), metric))
-    return blocks
+            chosen = runs.encoding.isin(encodings) & pd.MultiIndex.from_arrays([runs.task, runs.seed]).isin(list(cells))
+            blocks.append(Block(overall(dataclasses.replace(table, runs=runs[chosen]), metric), cells))
+    return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks))
 
 
 def display_overall(table: pd.DataFrame) -> pd.DataFrame:
@@ -288,17 +311,39 @@ def display_overall(table: pd.DataFrame) -> pd.DataFrame:
 
 OVERALL_TITLE = ("Overall: mean reciprocal rank over tasks (Kazemnejad et al. 2023) of the OOD score of each task's primary metric, "
                  "95% bootstrap interval over seeds; per task, the rank (— : not ranked, most runs did not learn ID). "
-                 "One table per set of tasks: the encodings that ran every one of them, ranked among themselves")
+                 "One table per block: encodings that all ran the same tasks at the same seeds, ranked among themselves on those runs; "
+                 "an MRR compares only within its table")
 
 
-def _block_title(block: pd.DataFrame) -> str:
-    tasks = list(block.columns[6:])
-    return f"{len(block)} encodings x {len(tasks)} task{'s' * (len(tasks) != 1)}" + (f" ({', '.join(tasks)})" if len(tasks) <= 6 else "")
+def _block_title(block: Block) -> str:
+    encodings, tasks = len(block.ranking), block.tasks
+    listed = f" ({', '.join(tasks)})" if len(tasks) <= 6 else ""
+    return f"{encodings} encodings x {len(tasks)} task{'s' * (len(tasks) != 1)}{listed}, the same {len(block.cells)} runs each (task, seed)"
 
 
-def render_overall(blocks: list[pd.DataFrame], table_format: str) -> str:
-    """The overall title, then each block's size and table."""
-    return OVERALL_TITLE + "\n\n" + "\n".join(f"{_block_title(b)}:\n\n{_table(display_overall(b), table_format)}\n" for b in blocks)
+def render_overall(blocks: list[Block], encodings: list[str], table_format: str) -> str:
+    """The overall title, each block's size and table, and the encodings in no block."""
+    if not blocks:
+        return OVERALL_TITLE + "\n\nNo two encodings have runs at a common task and seed yet.\n"
+    parts = [f"{_block_title(b)}:\n\n{_table(display_overall(b.ranking), table_format)}\n" for b in blocks]
+    alone = sorted(set(encodings) - {e for b in blocks for e in b.ranking.encoding})
+    if alone:
+        parts.append(f"In no table (no other encoding ran any of their tasks at the same seed): {', '.join(alone)}\n")
+    return OVERALL_TITLE + "\n\n" + "\n".join(parts)
+
+
+def overall_csv(blocks: list[Block]) -> pd.DataFrame:
+    """The blocks as one table: ``block`` (1 = the first), ``runs each``, ``tasks`` (the block's,
+    ``;``-separated), the ranking's columns, then one column per task (sorted): the rank, ``not
+    ranked``, or empty where the task is not in the block."""
+    tasks = sorted({task for b in blocks for task in b.tasks})
+    rows = []
+    for number, block in enumerate(blocks, start=1):
+        for _, row in block.ranking.iterrows():
+            ranks = {t: ("" if t not in block.tasks else "not ranked" if pd.isna(row[t]) else format(row[t], "g")) for t in tasks}
+            rows.append({"block": number, "runs each": len(block.cells), "tasks": ";".join(block.tasks),
+                         **row[["encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run"]].to_dict(), **ranks})
+    return pd.DataFrame(rows, columns=["block", "runs each", "tasks", "encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run", *tasks])
 
 
 def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
@@ -445,7 +490,7 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
     for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != 2, item[0][0])):
         name = report_name(runs)
         for suffix, table_format in FORMATS.items():
-            (out / f"{name}.{suffix}").write_text(("## " if suffix == "md" else "") + render(name, table, runs, table_format, throughput))
+            (out / f"{name}.{suffix}").write_text(render(name, table, runs, table_format, throughput))
         boards = [leaderboard(table, runs, metric, throughput if i == 0 else None).assign(metric=metric) for i, metric in enumerate(metrics_of(runs))]
         frame = pd.concat(boards, ignore_index=True)
         frame[["metric", *frame.columns[:-1]]].to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
@@ -455,13 +500,13 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
         if table.positions.run.isin(runs.run).any():
             plot_positions(name, table, runs, out / f"{name}.positions.png")
         printed[name] = render(name, table, runs, "simple", throughput)
-    blocks = overall_blocks(table)
-    if blocks:
+    ranked = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    if not ranked.empty:
+        blocks, encodings = overall_blocks(table), sorted(ranked.encoding.unique())
         for suffix, table_format in FORMATS.items():
-            (out / f"overall.{suffix}").write_text(render_overall(blocks, table_format))
-        frame = pd.concat([b.assign(block=i) for i, b in enumerate(blocks, start=1)], ignore_index=True)
-        frame[["block", *frame.columns.drop("block")]].to_csv(out / "overall.csv", index=False, float_format="%.6g")
-        printed["overall"] = render_overall(blocks, "simple")
+            (out / f"overall.{suffix}").write_text(render_overall(blocks, encodings, table_format))
+        overall_csv(blocks).to_csv(out / "overall.csv", index=False, float_format="%.6g")
+        printed["overall"] = render_overall(blocks, encodings, "simple")
     labels = legend(records)
     if labels:
         rows = [[label, ", ".join(f"{key}={value}" for key, value in settings.items())] for label, settings in labels.items()]

@@ -1,9 +1,10 @@
 import json
+import os
 
 import pytest
 
 from pebench.execution import plan
-from pebench.records import write_record
+from pebench.records import write_atomically, write_record
 
 
 def test_non_finite_values_are_stored_as_json(tmp_path):
@@ -30,3 +31,16 @@ def test_a_configuration_is_its_settings_however_spelled(tmp_path):
     planned = plan("copy", "rope", 0, ["training.steps=7", "encoding.base=500"], tmp_path)
     assert planned.settings == {"encoding.base": 500, "training.steps": 7}
     assert planned.encoding["params"] == {"base": 500, "scaling": "none", "factor": None, "yarn_alpha": 1.0, "yarn_beta": 32.0}
+
+
+def test_an_atomic_write_gives_a_new_file_the_umasks_permissions_and_keeps_an_old_files(tmp_path):
+    # The temporary file is made 0o600; a record or a README must not end up so.
+    previous = os.umask(0o022)
+    try:
+        write_atomically(tmp_path / "new.json", "{}")
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o644
+    (tmp_path / "new.json").chmod(0o640)
+    write_atomically(tmp_path / "new.json", "{\"a\": 1}")
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o640 and (tmp_path / "new.json").read_text() == '{"a": 1}'

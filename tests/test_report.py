@@ -84,17 +84,48 @@ def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_task
     # Block 2: A, B, C, D over t2 alone: A 0.8 > D 0.6 > C 0.5 > B 0.2, MRR 1, 1/2, 1/3, 1/4.
     records = toy_grid() + [record("t2", "D", seed, 0.6) for seed in range(3)]
     first, second = report.overall_blocks(tables(records))
-    assert first.equals(overall(tables(toy_grid())))
-    assert report.display_overall(first).set_index("encoding").loc["C", "t1"] == "—"
-    assert list(second.columns[6:]) == ["t2"]
-    assert second.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 1, "D": 1 / 2, "C": 1 / 3, "B": 1 / 4})
-    assert set(second["tasks run"]) == {1}
+    assert first.ranking.equals(overall(tables(toy_grid()))) and first.tasks == ["t1", "t2"] and len(first.cells) == 6
+    assert report.display_overall(first.ranking).set_index("encoding").loc["C", "t1"] == "—"
+    assert second.tasks == ["t2"] and list(second.ranking.columns[6:]) == ["t2"]
+    assert second.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 1, "D": 1 / 2, "C": 1 / 3, "B": 1 / 4})
     write_reports(records, tmp_path)
     shown = (tmp_path / "overall.md").read_text()
-    assert "3 encodings x 2 tasks (t1, t2):" in shown and "4 encodings x 1 task (t2):" in shown
-    assert shown.index("3 encodings") < shown.index("4 encodings")  # the block of more tasks first
+    assert "3 encodings x 2 tasks (t1, t2), the same 6 runs each (task, seed):" in shown
+    assert "4 encodings x 1 task (t2), the same 3 runs each (task, seed):" in shown
+    assert shown.index("3 encodings") < shown.index("4 encodings")  # 6 (encoding, task) cells before 4
     csv = (tmp_path / "overall.csv").read_text().splitlines()
-    assert csv[0].startswith("block,encoding,MRR") and len(csv) == 1 + 3 + 4
+    assert csv[0] == "block,runs each,tasks,encoding,MRR,MRR low,MRR high,tasks ranked,tasks run,t1,t2"
+    assert csv[1:4] == ["1,6,t1;t2,A,0.75,0.75,1,2,2,2,1", "1,6,t1;t2,B,0.666667,0.416667,0.666667,2,2,1,3",
+                        "1,6,t1;t2,C,0.25,0.25,0.25,1,2,not ranked,2"]
+    assert csv[4] == "2,3,t2,A,1,1,1,1,1,,1" and len(csv) == 1 + 3 + 4  # t1 is not in block 2: empty
+
+
+def test_a_block_holds_only_the_seeds_its_encodings_all_ran():
+    # A ran t at seeds 0-2 (0.9, 0.1, 0.1), B at seeds 0-1 (0.5). Over seeds 0 and 1, A's mean is
+    # 0.5: a tie with B (MRR 2/3 each). Counting A's seed 2 would give A 0.367 < B.
+    records = [record("t", "A", seed, [0.9, 0.1, 0.1][seed]) for seed in range(3)] + [record("t", "B", seed, 0.5) for seed in range(2)]
+    [block] = report.overall_blocks(tables(records))
+    assert block.cells == frozenset({("t", 0), ("t", 1)})
+    assert block.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 2 / 3, "B": 2 / 3})
+
+
+def test_blocks_are_every_set_of_tasks_two_encodings_or_more_share():
+    # A ran t1-t3, B t1, t2, t4, C t1: blocks {A, B} x {t1, t2} (4 cells) and {A, B, C} x {t1} (3);
+    # no encoding ran exactly {t1, t2}, and the comparison of A and B on it is not lost.
+    records = ([record(t, "A", 0, 0.5) for t in ("t1", "t2", "t3")] + [record(t, "B", 0, 0.4) for t in ("t1", "t2", "t4")]
+               + [record("t1", "C", 0, 0.3)])
+    blocks = report.overall_blocks(tables(records))
+    assert [(sorted(b.ranking.encoding), b.tasks) for b in blocks] == [(["A", "B"], ["t1", "t2"]), (["A", "B", "C"], ["t1"])]
+
+
+def test_encodings_with_no_common_run_make_no_block_and_the_table_says_so(tmp_path):
+    records = [record("t1", "A", 0, 0.5), record("t2", "B", 0, 0.4)]
+    assert report.overall_blocks(tables(records)) == []
+    write_reports(records, tmp_path)
+    assert "No two encodings have runs at a common task and seed yet." in (tmp_path / "overall.md").read_text()
+    records.append(record("t1", "C", 0, 0.3))
+    write_reports(records, tmp_path)
+    assert "In no table (no other encoding ran any of their tasks at the same seed): B" in (tmp_path / "overall.md").read_text()
 
 
 def test_a_run_with_other_buckets_is_its_own_table_and_blanks_nothing(tmp_path):
