@@ -12,8 +12,9 @@ from pathlib import Path
 from .records import write_atomically
 
 OPENING = "<!-- generated: "
-MARKER = re.compile(r"<!-- generated: \S+ -->\n")  # a line of its own; a mention in prose is not one
-BLOCK = re.compile(r"<!-- generated: (\S+) -->\n((?:(?!<!-- generated: \S+ -->\n).)*?)<!-- end -->", flags=re.S)
+_MARKER = rf"{OPENING}(\S+) -->\n"  # a line of its own; a mention in prose is not one
+MARKER = re.compile(_MARKER)
+BLOCK = re.compile(rf"{_MARKER}((?:(?!{OPENING}\S+ -->\n).)*?)<!-- end -->", flags=re.S)
 
 
 def generated_blocks(text: str) -> dict[str, str]:

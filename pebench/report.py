@@ -224,12 +224,18 @@ def _cell_scores(runs: pd.DataFrame, ood: pd.Series, resamples: np.ndarray | Non
     return np.where(majority, mean, np.nan)
 
 
+def ranked_runs(table: Tables) -> pd.DataFrame:
+    """The runs the overall ranking and the validity claims use: protocol 2, at the cards' own
+    task settings (a run with other buckets or budgets is a table of its own, never ranked)."""
+    return table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+
+
 def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     """Encodings by mean reciprocal rank over the protocol 2 tasks of the cards' own settings
     (see the module docstring), on each task's primary metric or on ``metric``: MRR, its 95%
     bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
     ranked there; absent: not run)."""
-    runs = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    runs = ranked_runs(table)
     encodings = sorted(runs.encoding.unique())
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     point, samples, ranks, ran = {}, {}, {}, {}
@@ -285,7 +291,7 @@ def overall_blocks(table: Tables, metric: str | None = None) -> list[Block]:
     a block every encoding is compared on the same tasks, at the same seeds, against the same
     rivals. Blocks come largest first (encodings x tasks). A grid of tiers (the nine encodings on
     every task, seventeen on some) gives one block per tier."""
-    runs = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    runs = ranked_runs(table)
     ran = {encoding: frozenset(zip(group.task, group.seed)) for encoding, group in runs.groupby("encoding")}
     intents, frontier = set(ran.values()), set(ran.values())
     while frontier:  # every intersection of encodings' cells: intersect the new ones with each encoding's
@@ -500,7 +506,7 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
         if table.positions.run.isin(runs.run).any():
             plot_positions(name, table, runs, out / f"{name}.positions.png")
         printed[name] = render(name, table, runs, "simple", throughput)
-    ranked = table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    ranked = ranked_runs(table)
     if not ranked.empty:
         blocks, encodings = overall_blocks(table), sorted(ranked.encoding.unique())
         for suffix, table_format in FORMATS.items():

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from .report import leaderboard, overall_blocks
+from .report import leaderboard, overall_blocks, ranked_runs
 from .results import Tables
 from .tasks.chomsky import FAMILIES
 
@@ -47,7 +47,8 @@ class Claim:
 
 def _board(table: Tables, task: str, metric: str | None = None) -> pd.DataFrame | None:
     """The protocol 2 leaderboard of ``task`` at the cards' settings, indexed by encoding."""
-    runs = table.runs[(table.runs.task == task) & (table.runs.table == task) & (table.runs.protocol == 2)]
+    runs = ranked_runs(table)
+    runs = runs[runs.task == task]
     if runs.empty:
         return None
     return leaderboard(table, runs, metric or runs["primary"].iloc[0]).set_index("encoding")
@@ -61,21 +62,21 @@ def kazemnejad_order(table: Tables) -> Verdict:
     """Judged on the block (:func:`pebench.report.overall_blocks`) of the five encodings over the
     four synthetic tasks at the seeds all five ran; a tie where the paper has an order counts
     against it."""
-    runs = table.runs[table.runs.card.isin(KAZEMNEJAD_ORDER) & (table.runs.encoding == table.runs.card) & (table.runs.protocol == 2)
-                      & table.runs.task.isin(SYNTHETIC) & (table.runs.table == table.runs.task)]
+    runs = ranked_runs(table)
+    runs = runs[runs.card.isin(KAZEMNEJAD_ORDER) & (runs.encoding == runs.card) & runs.task.isin(SYNTHETIC)]
     blocks = [block for block in overall_blocks(dataclasses.replace(table, runs=runs), "exact_match")  # the published figures' metric
               if set(block.ranking.encoding) == set(KAZEMNEJAD_ORDER) and block.tasks == sorted(SYNTHETIC)]
     if not blocks:
         return Verdict("—", "not comparable", "the five encodings do not all have protocol 2 runs on every decoder-only synthetic task")
-    ranking = blocks[0].ranking
-    mrr = dict(zip(ranking.encoding, ranking.MRR))
-    shown = [f"{e} {m:.3f}" for e, m in mrr.items()]
-    values = ranking.MRR.to_numpy()
-    signs = [" = " if np.isclose(a, b) else " > " for a, b in zip(values, values[1:])]
-    measured = (shown[0] + "".join(sign + item for sign, item in zip(signs, shown[1:]))
+    mrr = dict(zip(blocks[0].ranking.encoding, blocks[0].ranking.MRR))  # best first
+
+    def order(a: str, b: str) -> str:
+        return "=" if np.isclose(mrr[a], mrr[b]) else ">" if mrr[a] > mrr[b] else "<"
+
+    ranked = list(mrr)
+    measured = (f"{ranked[0]} {mrr[ranked[0]]:.3f}" + "".join(f" {order(a, b)} {b} {mrr[b]:.3f}" for a, b in zip(ranked, ranked[1:]))
                 + f" (MRR of OOD exact match over {', '.join(blocks[0].tasks)}, {len(blocks[0].cells)} runs each)")
-    wrong = [f"{a} {'=' if np.isclose(mrr[a], mrr[b]) else '<'} {b}"
-             for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1 :] if mrr[a] <= mrr[b] or np.isclose(mrr[a], mrr[b])]
+    wrong = [f"{a} {order(a, b)} {b}" for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1 :] if order(a, b) != ">"]
     if not wrong:
         return Verdict(measured, "reproduced")
     return Verdict(measured, "not reproduced", "the order differs: " + ", ".join(wrong) + " here")
