@@ -25,9 +25,11 @@ by its OOD mean over those runs (1 = best: the highest score, the lowest perplex
 ties share the mean rank); the others are listed
 below the ranked ones, marked, with no rank. The overall table orders encodings by their *mean
 reciprocal rank* over tasks (Kazemnejad et al. 2023, arXiv:2305.19466, sec. 4), a task where an
-encoding is not ranked counting 1/rank = 0, with a 95% bootstrap interval: 1,000 resamples of
-each (task, encoding)'s runs with replacement, ranks and MRR recomputed in each, the 2.5th and
-97.5th percentiles (seeded, so the table is the same on every machine). Only protocol 2 tables
+encoding is not ranked counting 1/rank = 0, with a 95% paired bootstrap interval over seeds:
+1,000 resamples of each task's seeds with replacement, the same drawn seeds for every encoding
+(its run at seed s stands against its rivals' runs at seed s, which share that seed's training
+data order), ranks and MRR recomputed in each, the 2.5th and 97.5th percentiles (seeded, so the
+table is the same on every machine). A task run at one seed adds no spread to the interval. Only protocol 2 tables
 of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
 one set of runs and one field of rivals, so the overall ranking comes in *blocks*: encodings that
 all ran the same tasks at the same seeds, ranked among themselves on those runs
@@ -73,12 +75,12 @@ def ranked(learned: pd.Series) -> bool:
     return bool(learned.fillna(False).astype(bool).sum() * 2 > len(learned))
 
 
-def _counted(runs: pd.DataFrame) -> pd.Series:
+def counts_ood(runs: pd.DataFrame) -> pd.Series:
     """The runs whose OOD scores count: those that learned ID, or every run without a target."""
     return runs["learned"].isna() | runs["learned"].fillna(False).astype(bool)
 
 
-def _wide(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def run_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per run of ``runs``: the value of ``metric`` at ID, each bucket, OOD."""
     scores = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric)]
     order = scores.drop_duplicates("where").sort_values("order")["where"].tolist()
@@ -90,11 +92,11 @@ def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.D
     """The numeric leaderboard of one table's ``runs`` for ``metric``: per encoding, runs,
     learned, median steps to target, ``<column> mean`` and ``<column> ci`` (interval half-width)
     for ID, every bucket and OOD, OOD/ID, rank (NaN: not ranked), throughput and PE params."""
-    wide = _wide(table, runs, metric)
+    wide = run_scores(table, runs, metric)
     ood_columns = [c for c in wide.columns if c not in ("ID", "OOD")][1:]  # the first bucket is ID
     rows = []
     for encoding, group in runs.groupby("encoding", sort=True):
-        values, counted = wide.loc[group.run], _counted(group).to_numpy()
+        values, counted = wide.loc[group.run], counts_ood(group).to_numpy()
         row = {"encoding": encoding, "runs": len(group), "learned": int(group["learned"].fillna(False).astype(bool).sum()),
                "target": group["target"].iloc[0], "ranked": ranked(group["learned"]),
                "steps": group.loc[group["steps_to_target"].notna(), "steps_to_target"].median(),
@@ -209,19 +211,25 @@ def _reciprocal_ranks(scores: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(scores), 0.0, 1.0 / ranks)
 
 
-def _cell_scores(runs: pd.DataFrame, ood: pd.Series, resamples: np.ndarray | None) -> np.ndarray:
+def _cell_scores(runs: pd.DataFrame, ood: pd.Series, weights: np.ndarray) -> np.ndarray:
     """An encoding's task score: the mean OOD score of its counted runs that have one (as the
-    task table's OOD mean), when ranked, else NaN; with ``resamples`` ``[B, n]`` (indices into
-    its runs), one score per resample ``[B]``. A run without an OOD score (a bucket its encoding
-    cannot represent) is left out of the mean, never read as 0."""
-    counted, values = _counted(runs).to_numpy(), ood.to_numpy(dtype=float)
-    no_target = runs["learned"].isna().all()
-    index = np.arange(len(runs))[None] if resamples is None else resamples
-    chosen, value = counted[index], values[index]
-    scored = chosen & ~np.isnan(value)
-    mean = np.where(scored.any(axis=1), np.where(scored, value, 0).sum(axis=1) / np.maximum(scored.sum(axis=1), 1), np.nan)
-    majority = np.ones(len(index), dtype=bool) if no_target else chosen.sum(axis=1) * 2 > len(runs)
+    task table's OOD mean), when ranked, else NaN; ``weights`` ``[B, n]``: how many times each of
+    its n runs is drawn in each of B resamples (all ones: the point estimate); one score per
+    resample ``[B]``. A run without an OOD score (a bucket its encoding cannot represent) is left
+    out of the mean, never read as 0; a resample that draws none of its runs gives NaN."""
+    counted, values = counts_ood(runs).to_numpy(), ood.to_numpy(dtype=float)
+    scored = weights * (counted & ~np.isnan(values))
+    total = scored.sum(axis=1)
+    mean = np.where(total > 0, (scored * np.nan_to_num(values)).sum(axis=1) / np.maximum(total, 1), np.nan)
+    majority = weights.sum(axis=1) > 0 if runs["learned"].isna().all() else (weights * counted).sum(axis=1) * 2 > weights.sum(axis=1)
     return np.where(majority, mean, np.nan)
+
+
+def _seed_draws(seeds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``[B, len(seeds)]``: how many times each of a task's seeds is drawn in each of
+    :data:`BOOTSTRAP_RESAMPLES` resamples of its seeds with replacement."""
+    draws = rng.integers(0, len(seeds), (BOOTSTRAP_RESAMPLES, len(seeds)))
+    return (draws[:, :, None] == np.arange(len(seeds))).sum(axis=1)
 
 
 def ranked_runs(table: Tables) -> pd.DataFrame:
@@ -235,23 +243,31 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     (see the module docstring), on each task's primary metric or on ``metric``: MRR, its 95%
     bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
     ranked there; absent: not run)."""
+    return _overall(table, metric)[0]
+
+
+def _overall(table: Tables, metric: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`overall` and its bootstrap MRRs ``[resamples, encodings]`` (one column each)."""
     runs = ranked_runs(table)
     encodings = sorted(runs.encoding.unique())
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     point, samples, ranks, ran = {}, {}, {}, {}
     for task, task_runs in sorted(runs.groupby("task")):
         scored = metric or task_runs["primary"].iloc[0]
-        ood = _wide(table, task_runs, scored)["OOD"] * (-1 if scored in LOWER_IS_BETTER else 1)  # higher is better from here
+        ood = run_scores(table, task_runs, scored)["OOD"] * (-1 if scored in LOWER_IS_BETTER else 1)  # higher is better from here
         cells = {e: g for e, g in task_runs.groupby("encoding")}
-        point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], None)[0] if e in cells else np.nan for e in encodings])
-        boot = np.stack([_cell_scores(cells[e], ood.loc[cells[e].run], rng.integers(0, len(cells[e]), (BOOTSTRAP_RESAMPLES, len(cells[e]))))
+        seeds = np.sort(task_runs.seed.unique())
+        drawn = _seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
+        point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], np.ones((1, len(cells[e]))))[0] if e in cells else np.nan
+                                 for e in encodings])
+        boot = np.stack([_cell_scores(cells[e], ood.loc[cells[e].run], drawn[:, np.searchsorted(seeds, cells[e].seed)])
                          if e in cells else np.full(BOOTSTRAP_RESAMPLES, np.nan) for e in encodings], axis=1)  # [B, encodings]
         point[task], samples[task] = _reciprocal_ranks(point_scores), _reciprocal_ranks(boot)
         ranks[task] = pd.Series(stats.rankdata(-point_scores[~np.isnan(point_scores)], method="average"),
                                 index=np.array(encodings)[~np.isnan(point_scores)])
         ran[task] = np.array([e in cells for e in encodings])
     if not point:
-        return pd.DataFrame(columns=["encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run"])
+        return pd.DataFrame(columns=["encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run"]), pd.DataFrame()
     ran_matrix = np.stack([ran[t] for t in point], axis=1)  # [encodings, tasks]
     runs_on = ran_matrix.sum(axis=1)
     mrr = (np.stack([point[t] for t in point], axis=1) * ran_matrix).sum(axis=1) / np.maximum(runs_on, 1)
@@ -264,16 +280,25 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     })
     for task in point:
         result[task] = pd.Series([ranks[task].get(e, np.nan) if r else None for e, r in zip(encodings, ran[task])], dtype=object)
-    return result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
+    ranking = result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
+    return ranking, pd.DataFrame(boot_mrr, columns=encodings)
 
 
 @dataclasses.dataclass(frozen=True)
 class Block:
-    """One table of the overall ranking: ``ranking`` (:func:`overall` of the block's runs) and
-    ``cells``, the (task, seed) pairs at which every one of its encodings has a run."""
+    """One table of the overall ranking: ``ranking`` (:func:`overall` of the block's runs),
+    ``cells``, the (task, seed) pairs at which every one of its encodings has a run, and
+    ``samples``, each encoding's MRR in each paired bootstrap resample ``[resamples, encodings]``
+    (the interval of a difference of two MRRs: :meth:`difference`)."""
 
     ranking: pd.DataFrame
     cells: frozenset
+    samples: pd.DataFrame = dataclasses.field(compare=False, repr=False)
+
+    def difference(self, a: str, b: str) -> tuple[float, float]:
+        """The 95% paired bootstrap interval (low, high) of MRR(a) - MRR(b)."""
+        diff = self.samples[a] - self.samples[b]
+        return (float(np.percentile(diff, 100 * (1 - CONFIDENCE) / 2)), float(np.percentile(diff, 100 * (1 + CONFIDENCE) / 2)))
 
     @property
     def tasks(self) -> list[str]:
@@ -302,7 +327,8 @@ def overall_blocks(table: Tables, metric: str | None = None) -> list[Block]:
         encodings = [encoding for encoding, done in ran.items() if cells <= done]
         if len(encodings) > 1:
             chosen = runs.encoding.isin(encodings) & pd.MultiIndex.from_arrays([runs.task, runs.seed]).isin(list(cells))
-            blocks.append(Block(overall(dataclasses.replace(table, runs=runs[chosen]), metric), cells))
+            ranking, samples = _overall(dataclasses.replace(table, runs=runs[chosen]), metric)
+            blocks.append(Block(ranking, cells, samples))
     return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks))
 
 
@@ -316,7 +342,7 @@ def display_overall(table: pd.DataFrame) -> pd.DataFrame:
 
 
 OVERALL_TITLE = ("Overall: mean reciprocal rank over tasks (Kazemnejad et al. 2023) of the OOD score of each task's primary metric, "
-                 "95% bootstrap interval over seeds; per task, the rank (— : not ranked, most runs did not learn ID). "
+                 "95% paired bootstrap interval over seeds; per task, the rank (— : not ranked, most runs did not learn ID). "
                  "One table per block: encodings that all ran the same tasks at the same seeds, ranked among themselves on those runs; "
                  "an MRR compares only within its table")
 

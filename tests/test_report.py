@@ -79,6 +79,17 @@ def test_mean_reciprocal_rank_and_its_bootstrap_interval_known_answers():
     assert list(result.index) == ["A", "B", "C"]
 
 
+def test_the_bootstrap_resamples_seeds_paired_across_encodings():
+    # Seed 0 is easy, seed 1 hard, for both: A 0.9, 0.3; B 0.8, 0.2. Whatever seeds a resample
+    # draws, A's mean is B's + 0.1, so A ranks first in every resample: intervals 1-1 and 0.5-0.5.
+    # Resampling each encoding's runs on its own would draw A {0.3, 0.3} against B {0.8, 0.8}
+    # (p = 1/16) and widen both to 0.5-1.
+    records = [record("t", "A", seed, [0.9, 0.3][seed]) for seed in range(2)] + [record("t", "B", seed, [0.8, 0.2][seed]) for seed in range(2)]
+    result = overall(tables(records)).set_index("encoding")
+    assert result[["MRR", "MRR low", "MRR high"]].to_dict("index") == {"A": {"MRR": 1.0, "MRR low": 1.0, "MRR high": 1.0},
+                                                                      "B": {"MRR": 0.5, "MRR low": 0.5, "MRR high": 0.5}}
+
+
 def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_tasks(tmp_path):
     # D ran t2 only. Block 1: A, B, C over t1 and t2, as without D (C not ranked on t1: "—").
     # Block 2: A, B, C, D over t2 alone: A 0.8 > D 0.6 > C 0.5 > B 0.2, MRR 1, 1/2, 1/3, 1/4.

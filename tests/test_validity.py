@@ -1,59 +1,105 @@
-"""The validity section's verdicts on hand-made records whose answers are worked out by hand."""
+"""The validity section's verdicts on hand-made records whose answers are worked out by hand:
+a comparison holds only when its 95% interval (paired by seed) lies on the claim's side."""
+
+import pytest
 
 from pebench.results import tables
-from pebench.validity import kazemnejad_order, randomized_beats_base, relative_beats_absolute_on_long_sentences
+from pebench.validity import (every, judge, kazemnejad_order, learned_fails_past_training, most, paired_difference,
+                              randomized_beats_base, relative_beats_absolute_on_long_sentences)
 
 from .test_report import record
 
 
-def test_randomized_beats_its_base_when_it_wins_on_most_tasks_where_both_learned():
-    # randomized vs rope, OOD: copy 0.5 > 0.2, reverse 0.1 < 0.3, even_pairs 0.6 > 0.4: 2 of 3.
-    # parity_check: rope does not learn ID, so that pair is not compared.
-    records = [record(task, encoding, 0, ood) for task, encoding, ood in [
-        ("copy", "randomized", 0.5), ("copy", "rope", 0.2), ("reverse", "randomized", 0.1), ("reverse", "rope", 0.3),
-        ("even_pairs", "randomized", 0.6), ("even_pairs", "rope", 0.4), ("parity_check", "randomized", 0.9)]]
-    records.append(record("parity_check", "rope", 0, 0.99, learned=False))
+def test_a_comparison_holds_fails_or_is_unsure_by_its_interval():
+    assert [judge(0.1, 0.3), judge(-0.3, 0.0), judge(0.0, 0.0), judge(-0.1, 0.2), judge(float("nan"), float("nan"))] == [
+        "holds", "fails", "fails", "unsure", "unsure"]
+    assert every(["holds", "holds"]) == "reproduced" and every(["holds", "unsure"]) == "inconclusive"
+    assert every(["unsure", "fails"]) == "not reproduced"
+    # most: 2 of 3 hold; 1 of 3 holds and 1 fails (the unsure one could make 2 of 3); 1 of 2 fails.
+    assert most(["holds", "holds", "fails"]) == "reproduced" and most(["holds", "unsure", "fails"]) == "inconclusive"
+    assert most(["holds", "fails"]) == "not reproduced"
+
+
+def test_the_difference_of_two_encodings_is_paired_by_seed():
+    # Per-seed differences 0.1, 0.2, 0.0: mean 0.1, s = 0.1, t(0.975, 2) = 4.302653: half-width
+    # 0.248414. Seed 3 of A has no partner in B and is left out.
+    records = ([record("t", "A", seed, ood) for seed, ood in enumerate([0.9, 0.5, 0.4, 0.0])]
+               + [record("t", "B", seed, ood) for seed, ood in enumerate([0.8, 0.3, 0.4])])
+    mean, half, seeds = paired_difference(tables(records), "t", "A", "B")
+    assert (mean, half, seeds) == pytest.approx((0.1, 0.248414, 3), abs=1e-6)
+
+
+def pairs(task_values, seeds=(0, 1, 2)):
+    """Records of randomized and rope: {task: ([randomized per seed], [rope per seed])}."""
+    return [record(task, encoding, seed, values[seed]) for task, (randomized, rope) in task_values.items()
+            for encoding, values in (("randomized", randomized), ("rope", rope)) for seed in seeds]
+
+
+def test_randomized_beats_its_base_when_it_wins_beyond_the_interval_on_most_tasks():
+    # Differences per seed: copy 0.30, 0.31, 0.29 (holds); reverse -0.2 each (fails); even_pairs
+    # 0.2, 0.21, 0.19 (holds): 2 of 3. parity_check: rope does not learn ID, not compared.
+    records = pairs({"copy": ([0.5, 0.51, 0.49], [0.2] * 3), "reverse": ([0.1] * 3, [0.3] * 3), "even_pairs": ([0.6, 0.61, 0.59], [0.4] * 3)})
+    records += [record("parity_check", "randomized", 0, 0.9), record("parity_check", "rope", 0, 0.99, learned=False)]
     verdict = randomized_beats_base(tables(records))
     assert verdict.verdict == "reproduced"
-    assert verdict.measured.startswith("better on 2 of 3: ")
-    assert "reverse: randomized 0.100 vs rope 0.300" in verdict.measured and "parity_check" not in verdict.measured
-    assert "not the better on: reverse (randomized)" in verdict.why
+    assert verdict.measured.startswith("better beyond the interval on 2 of 3: ")
+    assert "reverse: randomized 0.100 vs rope 0.300 (-0.200 ± 0.000, 3 seeds)" in verdict.measured
+    assert "not better beyond the interval on: reverse (randomized, fails)" in verdict.why
 
 
-def test_randomized_winning_half_the_tasks_is_not_most():
-    records = [record(task, encoding, 0, ood) for task, encoding, ood in [
-        ("copy", "randomized", 0.5), ("copy", "rope", 0.2), ("reverse", "randomized", 0.1), ("reverse", "rope", 0.3)]]
-    assert randomized_beats_base(tables(records)).verdict == "not reproduced"
-    assert randomized_beats_base(tables(records[:1])).verdict == "not comparable"  # rope never ran
+def test_randomized_at_one_seed_is_inconclusive_and_winning_half_is_not_most():
+    one_seed = pairs({"copy": ([0.5], [0.2]), "reverse": ([0.1], [0.3]), "even_pairs": ([0.6], [0.4])}, seeds=(0,))
+    assert randomized_beats_base(tables(one_seed)).verdict == "inconclusive"  # no interval at one seed
+    half = pairs({"copy": ([0.5, 0.51, 0.49], [0.2] * 3), "reverse": ([0.1] * 3, [0.3] * 3)})
+    assert randomized_beats_base(tables(half)).verdict == "not reproduced"
+    alone = tables([record("copy", "randomized", 0, 0.5)])
+    assert randomized_beats_base(alone).verdict == "not comparable"  # rope never ran
 
 
 def test_relative_against_sinusoidal_past_the_training_lengths_of_wmt_long():
     def runs(relative, sinusoidal):
-        return tables([record("wmt_long", "relative", 0, relative, target=None), record("wmt_long", "sinusoidal", 0, sinusoidal, target=None)])
+        return tables([record("wmt_long", encoding, seed, values[seed], target=None)
+                       for encoding, values in (("relative", relative), ("sinusoidal", sinusoidal)) for seed in range(len(relative))])
 
-    better = relative_beats_absolute_on_long_sentences(runs(0.3, 0.2))
-    assert better.verdict == "reproduced"
-    assert better.measured == "wmt_long BLEU past the training lengths: relative 0.30 vs sinusoidal 0.20 (within: 1.00 vs 1.00; 1 seed)"
-    assert relative_beats_absolute_on_long_sentences(runs(0.2, 0.2)).verdict == "not reproduced"
+    better = relative_beats_absolute_on_long_sentences(runs([0.3, 0.32, 0.31], [0.2, 0.21, 0.22]))
+    assert better.verdict == "reproduced"  # differences 0.10, 0.11, 0.09
+    assert better.measured == ("wmt_long BLEU past the training lengths: relative 0.31 vs sinusoidal 0.21 "
+                               "(difference +0.100 ± 0.025, 3 seeds; within: 1.00 vs 1.00)")
+    assert relative_beats_absolute_on_long_sentences(runs([0.2] * 3, [0.2] * 3)).verdict == "not reproduced"
+    one_seed = relative_beats_absolute_on_long_sentences(runs([0.3], [0.2]))
+    assert one_seed.verdict == "inconclusive" and "one seed" in one_seed.why
     alone = tables([record("wmt_long", "relative", 0, 0.3, target=None)])
     assert relative_beats_absolute_on_long_sentences(alone).verdict == "not comparable"
 
 
-def kazemnejad_records(exact_match):
-    """The five encodings on the four synthetic tasks, seed 0, with the same OOD exact match on each."""
-    return tables([record(task, encoding, 0, 0.5, ood_metric=value) for task in ("copy", "reverse", "sort", "addition")
-                   for encoding, value in exact_match.items()])
+def test_learned_positions_about_zero_needs_the_interval_below_the_threshold():
+    def learned(values):
+        return learned_fails_past_training(tables([record("copy", "learned", seed, 0.5, ood_metric=v) for seed, v in enumerate(values)]))
+
+    assert learned([0.0, 0.0, 0.0]).verdict == "reproduced"
+    assert learned([0.0]).verdict == "inconclusive"  # one run: no interval
+    assert learned([0.0, 0.04, 0.08]).verdict == "inconclusive"  # 0.04 ± 0.099
+    assert learned([0.3, 0.31, 0.29]).verdict == "not reproduced"
+
+
+def kazemnejad_records(exact_match, seeds=(0, 1, 2)):
+    """The five encodings on the four synthetic tasks, with the same OOD exact match at every task and seed."""
+    return tables([record(task, encoding, seed, 0.5, ood_metric=value) for task in ("copy", "reverse", "sort", "addition")
+                   for encoding, value in exact_match.items() for seed in seeds])
 
 
 def test_kazemnejads_order_is_judged_on_exact_match_over_the_four_synthetic_tasks():
+    # The same order at every seed: every MRR difference is the same in every resample, above 0.
     published = kazemnejad_order(kazemnejad_records({"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}))
-    assert published.verdict == "reproduced"
+    assert published.verdict == "reproduced" and published.why == ""
     assert published.measured == ("nope 1.000 > t5 0.500 > alibi 0.333 > rope 0.250 > sinusoidal 0.200 "
-                                  "(MRR of OOD exact match over addition, copy, reverse, sort, 4 runs each)")
+                                  "(MRR of OOD exact match over addition, copy, reverse, sort, 12 runs each)")
+    one_seed = kazemnejad_order(kazemnejad_records({"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}, seeds=(0,)))
+    assert one_seed.verdict == "inconclusive" and "1 seed a task" in one_seed.why
 
 
 def test_a_tie_where_the_paper_has_an_order_does_not_reproduce_it():
-    # nope and t5 tie on every task: rank 1.5 each, MRR 2/3.
+    # nope and t5 tie on every task and seed: rank 1.5 each, MRR 2/3, difference 0 in every resample.
     tied = kazemnejad_order(kazemnejad_records({"nope": 0.8, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}))
     assert tied.verdict == "not reproduced" and tied.why == "the order differs: nope = t5 here"
     assert tied.measured.startswith("nope 0.667 = t5 0.667 > alibi 0.333")
