@@ -29,7 +29,10 @@ encoding is not ranked counting 1/rank = 0, with a 95% paired bootstrap interval
 1,000 resamples of each task's seeds with replacement, the same drawn seeds for every encoding
 (its run at seed s stands against its rivals' runs at seed s, which share that seed's training
 data order), ranks and MRR recomputed in each, the 2.5th and 97.5th percentiles (seeded, so the
-table is the same on every machine). A task run at one seed adds no spread to the interval. Only protocol 2 tables
+table is the same on every machine). A task run at one seed adds no spread to the interval; at
+few seeds (the grid's 3) a percentile bootstrap has no small-sample correction and is narrower
+than a Student-t interval: it shows the spread over seeds, and :mod:`pebench.validity` tests
+differences with Student's t instead. Only protocol 2 tables
 of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
 one set of runs and one field of rivals, so the overall ranking comes in *blocks*: encodings that
 all ran the same tasks at the same seeds, ranked among themselves on those runs
@@ -216,12 +219,12 @@ def _cell_scores(runs: pd.DataFrame, ood: pd.Series, weights: np.ndarray) -> np.
     task table's OOD mean), when ranked, else NaN; ``weights`` ``[B, n]``: how many times each of
     its n runs is drawn in each of B resamples (all ones: the point estimate); one score per
     resample ``[B]``. A run without an OOD score (a bucket its encoding cannot represent) is left
-    out of the mean, never read as 0; a resample that draws none of its runs gives NaN."""
-    counted, values = counts_ood(runs).to_numpy(), ood.to_numpy(dtype=float)
-    scored = weights * (counted & ~np.isnan(values))
+    out of the mean, never read as 0."""
+    kept, values = counts_ood(runs).to_numpy(), ood.to_numpy(dtype=float)
+    scored = weights * (kept & ~np.isnan(values))
     total = scored.sum(axis=1)
     mean = np.where(total > 0, (scored * np.nan_to_num(values)).sum(axis=1) / np.maximum(total, 1), np.nan)
-    majority = weights.sum(axis=1) > 0 if runs["learned"].isna().all() else (weights * counted).sum(axis=1) * 2 > weights.sum(axis=1)
+    majority = np.ones(len(weights), dtype=bool) if runs["learned"].isna().all() else (weights * kept).sum(axis=1) * 2 > weights.sum(axis=1)
     return np.where(majority, mean, np.nan)
 
 
@@ -241,13 +244,12 @@ def ranked_runs(table: Tables) -> pd.DataFrame:
 def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     """Encodings by mean reciprocal rank over the protocol 2 tasks of the cards' own settings
     (see the module docstring), on each task's primary metric or on ``metric``: MRR, its 95%
-    bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
-    ranked there; absent: not run)."""
-    return _overall(table, metric)[0]
+    paired bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
+    ranked there; absent: not run).
 
-
-def _overall(table: Tables, metric: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`overall` and its bootstrap MRRs ``[resamples, encodings]`` (one column each)."""
+    Raises:
+        ValueError: when the encodings that ran a task ran it at different seeds: a paired
+            comparison needs the same seeds (:func:`overall_blocks` makes such sets)."""
     runs = ranked_runs(table)
     encodings = sorted(runs.encoding.unique())
     rng = np.random.default_rng(BOOTSTRAP_SEED)
@@ -257,6 +259,10 @@ def _overall(table: Tables, metric: str | None) -> tuple[pd.DataFrame, pd.DataFr
         ood = run_scores(table, task_runs, scored)["OOD"] * (-1 if scored in LOWER_IS_BETTER else 1)  # higher is better from here
         cells = {e: g for e, g in task_runs.groupby("encoding")}
         seeds = np.sort(task_runs.seed.unique())
+        unpaired = sorted(e for e, group in cells.items() if not np.array_equal(np.unique(group.seed), seeds))
+        if unpaired:
+            raise ValueError(f"overall ranking of {task}: {', '.join(unpaired)} did not run every seed of {seeds.tolist()}; "
+                             "rank over the seeds all encodings ran (overall_blocks)")
         drawn = _seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
         point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], np.ones((1, len(cells[e]))))[0] if e in cells else np.nan
                                  for e in encodings])
@@ -267,7 +273,7 @@ def _overall(table: Tables, metric: str | None) -> tuple[pd.DataFrame, pd.DataFr
                                 index=np.array(encodings)[~np.isnan(point_scores)])
         ran[task] = np.array([e in cells for e in encodings])
     if not point:
-        return pd.DataFrame(columns=["encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run"]), pd.DataFrame()
+        return pd.DataFrame(columns=["encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run"])
     ran_matrix = np.stack([ran[t] for t in point], axis=1)  # [encodings, tasks]
     runs_on = ran_matrix.sum(axis=1)
     mrr = (np.stack([point[t] for t in point], axis=1) * ran_matrix).sum(axis=1) / np.maximum(runs_on, 1)
@@ -280,25 +286,16 @@ def _overall(table: Tables, metric: str | None) -> tuple[pd.DataFrame, pd.DataFr
     })
     for task in point:
         result[task] = pd.Series([ranks[task].get(e, np.nan) if r else None for e, r in zip(encodings, ran[task])], dtype=object)
-    ranking = result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
-    return ranking, pd.DataFrame(boot_mrr, columns=encodings)
+    return result.sort_values(["MRR", "tasks ranked"], ascending=[False, False]).reset_index(drop=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class Block:
-    """One table of the overall ranking: ``ranking`` (:func:`overall` of the block's runs),
-    ``cells``, the (task, seed) pairs at which every one of its encodings has a run, and
-    ``samples``, each encoding's MRR in each paired bootstrap resample ``[resamples, encodings]``
-    (the interval of a difference of two MRRs: :meth:`difference`)."""
+    """One table of the overall ranking: ``ranking`` (:func:`overall` of the block's runs) and
+    ``cells``, the (task, seed) pairs at which every one of its encodings has a run."""
 
     ranking: pd.DataFrame
     cells: frozenset
-    samples: pd.DataFrame = dataclasses.field(compare=False, repr=False)
-
-    def difference(self, a: str, b: str) -> tuple[float, float]:
-        """The 95% paired bootstrap interval (low, high) of MRR(a) - MRR(b)."""
-        diff = self.samples[a] - self.samples[b]
-        return (float(np.percentile(diff, 100 * (1 - CONFIDENCE) / 2)), float(np.percentile(diff, 100 * (1 + CONFIDENCE) / 2)))
 
     @property
     def tasks(self) -> list[str]:
@@ -327,8 +324,7 @@ def overall_blocks(table: Tables, metric: str | None = None) -> list[Block]:
         encodings = [encoding for encoding, done in ran.items() if cells <= done]
         if len(encodings) > 1:
             chosen = runs.encoding.isin(encodings) & pd.MultiIndex.from_arrays([runs.task, runs.seed]).isin(list(cells))
-            ranking, samples = _overall(dataclasses.replace(table, runs=runs[chosen]), metric)
-            blocks.append(Block(ranking, cells, samples))
+            blocks.append(Block(overall(dataclasses.replace(table, runs=runs[chosen]), metric), cells))
     return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks))
 
 

@@ -3,6 +3,7 @@ user must get (exit status, message, record)."""
 
 import json
 import math
+import select
 import signal
 import subprocess
 import sys
@@ -144,8 +145,9 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "pebench.cli", "run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path),
                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    started = process.stderr.readline()  # printed once the run is planned, just before training (imports can take long on a busy machine)
-    assert started.startswith("pebench run: task copy"), started
+    ready, _, _ = select.select([process.stderr], [], [], 300)  # imports can take long on a busy machine
+    started = process.stderr.readline() if ready else process.kill() or "nothing on stderr in 300 s"
+    assert started.startswith("pebench run: task copy"), started  # printed once the run is planned, just before training
     time.sleep(2)  # training
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)

@@ -82,12 +82,18 @@ def test_mean_reciprocal_rank_and_its_bootstrap_interval_known_answers():
 def test_the_bootstrap_resamples_seeds_paired_across_encodings():
     # Seed 0 is easy, seed 1 hard, for both: A 0.9, 0.3; B 0.8, 0.2. Whatever seeds a resample
     # draws, A's mean is B's + 0.1, so A ranks first in every resample: intervals 1-1 and 0.5-0.5.
-    # Resampling each encoding's runs on its own would draw A {0.3, 0.3} against B {0.8, 0.8}
-    # (p = 1/16) and widen both to 0.5-1.
+    # Resampling each encoding's runs on its own, A would lose in 5/16 of the resamples (A 0.6
+    # against B 0.8, or A 0.3 against B 0.8 or 0.5) and both intervals would widen to 0.5-1.
     records = [record("t", "A", seed, [0.9, 0.3][seed]) for seed in range(2)] + [record("t", "B", seed, [0.8, 0.2][seed]) for seed in range(2)]
     result = overall(tables(records)).set_index("encoding")
     assert result[["MRR", "MRR low", "MRR high"]].to_dict("index") == {"A": {"MRR": 1.0, "MRR low": 1.0, "MRR high": 1.0},
                                                                       "B": {"MRR": 0.5, "MRR low": 0.5, "MRR high": 0.5}}
+
+
+def test_an_overall_ranking_of_encodings_at_different_seeds_is_refused():
+    records = [record("t", "A", seed, 0.1) for seed in range(3)] + [record("t", "B", 0, 0.9)]
+    with pytest.raises(ValueError, match=r"overall ranking of t: B did not run every seed of \[0, 1, 2\]"):
+        overall(tables(records))
 
 
 def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_tasks(tmp_path):

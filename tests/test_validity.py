@@ -1,6 +1,8 @@
 """The validity section's verdicts on hand-made records whose answers are worked out by hand:
 a comparison holds only when its 95% interval (paired by seed) lies on the claim's side."""
 
+import json
+
 import pytest
 
 from pebench.results import tables
@@ -18,6 +20,7 @@ def test_a_comparison_holds_fails_or_is_unsure_by_its_interval():
     # most: 2 of 3 hold; 1 of 3 holds and 1 fails (the unsure one could make 2 of 3); 1 of 2 fails.
     assert most(["holds", "holds", "fails"]) == "reproduced" and most(["holds", "unsure", "fails"]) == "inconclusive"
     assert most(["holds", "fails"]) == "not reproduced"
+    assert every([]) == most([]) == "not comparable"  # no comparison made
 
 
 def test_the_difference_of_two_encodings_is_paired_by_seed():
@@ -27,6 +30,16 @@ def test_the_difference_of_two_encodings_is_paired_by_seed():
                + [record("t", "B", seed, ood) for seed, ood in enumerate([0.8, 0.3, 0.4])])
     mean, half, seeds = paired_difference(tables(records), "t", "A", "B")
     assert (mean, half, seeds) == pytest.approx((0.1, 0.248414, 3), abs=1e-6)
+
+
+def test_lower_is_better_turns_the_difference_around():
+    # Perplexity: A 5.0, 5.1 against B 7.0, 7.3 at seeds 0, 1: A is better by 2.0 and 2.2.
+    def perplexity(encoding, seed, value):
+        return json.loads(json.dumps(record("t", encoding, seed, value)).replace("sequence_accuracy", "perplexity"))
+
+    records = [perplexity("A", 0, 5.0), perplexity("A", 1, 5.1), perplexity("B", 0, 7.0), perplexity("B", 1, 7.3)]
+    mean, _, seeds = paired_difference(tables(records), "t", "A", "B")
+    assert (mean, seeds) == pytest.approx((2.1, 2))
 
 
 def pairs(task_values, seeds=(0, 1, 2)):
@@ -95,7 +108,21 @@ def test_kazemnejads_order_is_judged_on_exact_match_over_the_four_synthetic_task
     assert published.measured == ("nope 1.000 > t5 0.500 > alibi 0.333 > rope 0.250 > sinusoidal 0.200 "
                                   "(MRR of OOD exact match over addition, copy, reverse, sort, 12 runs each)")
     one_seed = kazemnejad_order(kazemnejad_records({"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}, seeds=(0,)))
-    assert one_seed.verdict == "inconclusive" and "1 seed a task" in one_seed.why
+    assert one_seed.verdict == "inconclusive" and "(1 seed)" in one_seed.why
+
+
+def test_kazemnejads_pairs_are_judged_on_the_per_seed_mrr_difference():
+    # Seeds 0, 1: nope 0.9 > t5 0.8 > alibi 0.6 > rope 0.5 > sinusoidal 0.4 on every task (MRR
+    # nope 1, t5 1/2, ...); seed 2: t5 0.85 > nope 0.7 (t5 1, nope 1/2). Means: nope 0.833 > t5
+    # 0.817. nope - t5 per seed: 1/2, 1/2, -1/2 (mean 1/6 ± 1.434); every pair with nope or t5
+    # varies by 1/2 between seeds (half-width 0.717 over means at most 0.633): unsure. alibi,
+    # rope and sinusoidal keep their MRRs at every seed: those pairs hold.
+    values = {"nope": [0.9, 0.9, 0.7], "t5": [0.8, 0.8, 0.85], "alibi": [0.6] * 3, "rope": [0.5] * 3, "sinusoidal": [0.4] * 3}
+    verdict = kazemnejad_order(tables([record(task, encoding, seed, 0.5, ood_metric=per_seed[seed]) for task in ("copy", "reverse", "sort", "addition")
+                                       for encoding, per_seed in values.items() for seed in range(3)]))
+    assert verdict.verdict == "inconclusive"
+    assert verdict.why == ("within the interval of the per-seed MRR difference (3 seeds): nope > t5, nope > alibi, nope > rope, "
+                           "nope > sinusoidal, t5 > alibi, t5 > rope, t5 > sinusoidal")
 
 
 def test_a_tie_where_the_paper_has_an_order_does_not_reproduce_it():
