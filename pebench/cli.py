@@ -201,7 +201,7 @@ def command_report(args) -> int:
     out = args.out or args.results / "leaderboards"
     for text in write_reports(records, out, bench.load(args.results)).values():
         print(text)
-    print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md")
+    print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md, runtime.md")
     if args.readme:
         try:
             refreshed = refresh_blocks(args.readme)

@@ -374,6 +374,35 @@ def overall_csv(blocks: list[Block]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["block", "runs each", "tasks", "encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run", *tasks])
 
 
+RUN_TIME_TITLE = ("Wall time of the protocol 2 runs at the cards' settings, per task: data, training and evaluation, "
+                  "summed from each record's stages, at the threads and on the device each record names (the load beside a run "
+                  "is not recorded)")
+
+
+def run_times(table: Tables) -> pd.DataFrame:
+    """Per task, most hours first, then ``all``: runs, encodings, seeds, hours in all and
+    minutes per run (mean, fastest, slowest) of :func:`ranked_runs`, learned ID or not (the
+    ``run_seconds`` of :func:`pebench.results.tables`), and the threads and devices recorded."""
+    runs = ranked_runs(table)
+
+    def summary(group: pd.DataFrame) -> dict:
+        minutes = group.run_seconds / 60
+        return {"runs": len(group), "encodings": group.encoding.nunique(), "seeds": ", ".join(map(str, sorted(group.seed.unique()))),
+                "hours": minutes.sum() / 60, "minutes per run": minutes.mean(), "fastest": minutes.min(), "slowest": minutes.max(),
+                "threads": ", ".join(map(str, sorted(group.threads.unique()))), "device": ", ".join(sorted(group.device.unique()))}
+
+    rows = sorted(({"task": task, **summary(group)} for task, group in runs.groupby("task")), key=lambda row: (-row["hours"], row["task"]))
+    return pd.DataFrame(rows + ([{"task": "all", **summary(runs)}] if rows else []),
+                        columns=["task", "runs", "encodings", "seeds", "hours", "minutes per run", "fastest", "slowest", "threads", "device"])
+
+
+def render_run_times(table: Tables) -> str:
+    times = run_times(table).round({"hours": 2, "minutes per run": 1, "fastest": 1, "slowest": 1})
+    if times.empty:
+        return RUN_TIME_TITLE + "\n\nNo protocol 2 run at the cards' settings yet.\n"
+    return RUN_TIME_TITLE + "\n\n" + tabulate(times, headers="keys", tablefmt="github", showindex=False, floatfmt="g") + "\n"
+
+
 def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     """PNG of the primary metric against length, one line per encoding: mean over runs with its
     95% interval as a band, per length (per bucket, at its midpoint, for text metrics); the
@@ -488,8 +517,8 @@ def report_name(runs: pd.DataFrame) -> str:
 def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | None = None) -> dict[str, str]:
     """Write, for every table, ``<out>/<name>.{md,tex,html}`` (the rendered leaderboards),
     ``<name>.csv`` (every metric, a ``metric`` column) and ``<name>.png``; ``overall.*``; the
-    legend of configuration labels (``legend.md``) when there are any; and the validity
-    section (``validity.md``). All or nothing: the files are made in a folder beside ``out``
+    legend of configuration labels (``legend.md``) when there are any; the validity
+    section (``validity.md``); and the run time per task (``runtime.md``, :func:`run_times`). All or nothing: the files are made in a folder beside ``out``
     that replaces it whole, so a failure leaves the last report as it was. Returns the terminal
     rendering of each table.
 
@@ -506,6 +535,7 @@ def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | Non
     try:
         printed = _write_all(table, records, staging, throughput)
         (staging / "validity.md").write_text(validity_section(table))
+        (staging / "runtime.md").write_text(render_run_times(table))
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -4,7 +4,9 @@
 ``@<hash>`` for a configuration of other settings):
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
-  target), steps, wall time, final loss, and what the report needs of its card;
+  target), steps, training wall time, the run's whole wall time (``run_seconds``: data,
+  training and evaluation, from the record's ``stages``), final loss, and what the report needs
+  of its card;
 - ``scores``: one row per (run, where, metric): ``where`` is ``ID``, ``OOD`` or a bucket label;
 - ``lengths``: one row per (run, length, metric), protocol 2 only;
 - ``positions``: language models' mean loss by position in the window, per (run, length);
@@ -105,6 +107,7 @@ def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
         "steps": training["steps"],
         "steps_to_target": training.get("steps_to_target"),
         "wall_seconds": training["wall_seconds"],
+        "run_seconds": sum(record["stages"].values()) if record.get("stages") else training["wall_seconds"],
         "final_loss": training["final_loss"],
         "primary": record["task"]["metrics"]["primary"],
         "metrics": tuple(record["task"]["metrics"]["names"]),
@@ -149,7 +152,7 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
     a column per metric (NaN where the task does not report it) and the run's metadata: task,
     table and encoding labels (``name@<hash>`` for other settings), card, seed, protocol,
     learned (reached the ID target; None without a target), target, steps, steps_to_target,
-    wall_seconds, final_loss, primary metric, architecture, length unit, training lengths,
+    wall_seconds (training), run_seconds (data, training and evaluation), final_loss, primary metric, architecture, length unit, training lengths,
     the encoding's parameter count, threads, device, git_commit and data_origin. Files that are
     not valid records are left out (``pebench report`` names them).
 

@@ -127,6 +127,7 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
     assert (boards / f"{label}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (boards / "overall.md").exists()  # a table of other settings is not one of the benchmark's tasks
     assert "claim" in (boards / "validity.md").read_text()
+    assert "No protocol 2 run at the cards' settings yet." in (boards / "runtime.md").read_text()  # nor in the run time of the grid
     readme = tmp_path / "README.md"
     readme.write_text("# Results\n\n<!-- generated: leaderboards/validity.md -->\nold\n<!-- end -->\n")
     out = pebench("report", str(tmp_path), "--readme", str(readme))

@@ -208,3 +208,23 @@ def test_a_run_without_an_ood_score_is_left_out_of_the_mean_not_counted_as_zero(
     assert overall(table).set_index("encoding")["MRR"].to_dict() == pytest.approx({"X": 1.0, "Y": 0.5})
     board = leaderboard(table, table.runs, "sequence_accuracy").set_index("encoding")
     assert board.loc["X", "OOD mean"] == pytest.approx(0.5) and board.loc["X", "rank"] == 1
+
+
+def test_run_times_sum_each_records_stages_per_task():
+    # t1: A at seeds 0-2 took 300 s each (data 60, training 180, evaluation 60), B at seed 0 120 s:
+    # 17 min; t2: A at seed 0 20 min and C, a record without stages, its training wall time (1 s).
+    # Other settings (t1@...) and protocol 1 records are not the grid's: left out.
+    def timed(task, encoding, seed, seconds, **kwargs):
+        return {**record(task, encoding, seed, 0.5, **kwargs), "stages": {"data_seconds": seconds / 5, "train_seconds": seconds * 3 / 5,
+                                                                           "eval_seconds": seconds / 5}}
+
+    protocol1 = {**timed("t2", "A", 1, 6000), "protocol": 1}
+    records = ([timed("t1", "A", seed, 300) for seed in range(3)] + [timed("t1", "B", 0, 120), timed("t2", "A", 0, 1200), record("t2", "C", 0, 0.5),
+               timed("t1", "A", 0, 9999, settings={"training.steps": 7}), protocol1])
+    times = report.run_times(tables(records)).set_index("task")
+    assert list(times.index) == ["t2", "t1", "all"]  # most hours first
+    assert times.loc["t1", ["runs", "encodings", "seeds"]].tolist() == [4, 2, "0, 1, 2"]
+    assert times.loc["t1", ["hours", "minutes per run", "fastest", "slowest"]].tolist() == pytest.approx([17 / 60, 17 / 4, 2, 5])
+    assert times.loc["t2", ["runs", "hours", "fastest", "slowest"]].tolist() == pytest.approx([2, (20 + 1 / 60) / 60, 1 / 60, 20])
+    assert times.loc["all", ["runs", "encodings", "hours"]].tolist() == pytest.approx([6, 3, (37 + 1 / 60) / 60])
+    assert report.render_run_times(tables(records)).startswith(report.RUN_TIME_TITLE)
