@@ -54,6 +54,7 @@ from tabulate import tabulate
 
 from .perplexity import LOWER_IS_BETTER
 from .results import Tables, legend, tables
+from .tasks.chomsky import FAMILIES
 
 BENCH_LENGTH = 256
 FORMATS = {"md": "github", "tex": "latex_booktabs", "html": "html"}
@@ -374,6 +375,43 @@ def overall_csv(blocks: list[Block]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["block", "runs each", "tasks", "encoding", "MRR", "MRR low", "MRR high", "tasks ranked", "tasks run", *tasks])
 
 
+CHOMSKY_TITLE = ("The Chomsky hierarchy (Delétang et al. 2023), laid out as Ruoss et al. 2023's table 1: per task and encoding, "
+                 "the OOD score of the primary metric (mean over the runs that learned ID; the best of each task in bold); "
+                 "— (x): not ranked, most runs did not learn ID, x their ID score")
+
+
+def suite_scores(table: Tables, levels: dict[str, tuple[str, ...]]) -> pd.DataFrame:
+    """One row per (task, encoding) of the tasks in ``levels`` ({level: its tasks, in order})
+    that have protocol 2 runs at the cards' settings: level, task, encoding, metric (the task's
+    primary), ranked (most runs learned ID), rank, ID and OOD means, as in the task's
+    :func:`leaderboard`."""
+    runs, rows = ranked_runs(table), []
+    for level, tasks in levels.items():
+        for task in tasks:
+            task_runs = runs[runs.task == task]
+            if task_runs.empty:
+                continue
+            metric = task_runs["primary"].iloc[0]
+            board = leaderboard(table, task_runs, metric)
+            rows += [{"level": level, "task": task, "encoding": row.encoding, "metric": metric, "ranked": bool(row.ranked),
+                      "rank": row["rank"], "ID": row["ID mean"], "OOD": row["OOD mean"]} for _, row in board.iterrows()]
+    return pd.DataFrame(rows, columns=["level", "task", "encoding", "metric", "ranked", "rank", "ID", "OOD"])
+
+
+def render_suite(scores: pd.DataFrame, title: str) -> str:
+    """:func:`suite_scores` as a Markdown matrix: a row per task, a column per encoding."""
+    best = scores.groupby("task")["rank"].transform("min")
+
+    def cell(row) -> str:
+        if pd.isna(row["rank"]):
+            return f"— ({row.ID:.2f})"
+        return f"**{row.OOD:.3f}**" if row["rank"] == best[row.name] else f"{row.OOD:.3f}"
+
+    shown = scores.assign(cell=scores.apply(cell, axis=1)).pivot(index=["level", "task"], columns="encoding", values="cell")
+    order = list(dict.fromkeys(zip(scores.level, scores.task)))
+    return title + "\n\n" + _table(shown.reindex(order).fillna("").reset_index(), "github") + "\n"
+
+
 RUN_TIME_TITLE = ("Wall time of the protocol 2 runs at the cards' settings, per task: data, training and evaluation, "
                   "summed from each record's stages, at the threads and on the device each record names (the load beside a run "
                   "is not recorded)")
@@ -382,24 +420,29 @@ RUN_TIME_TITLE = ("Wall time of the protocol 2 runs at the cards' settings, per 
 def run_times(table: Tables) -> pd.DataFrame:
     """Per task, most hours first, then ``all``: runs, encodings, seeds, hours in all and
     minutes per run (mean, fastest, slowest) of :func:`ranked_runs`, learned ID or not (the
-    ``run_seconds`` of :func:`pebench.results.tables`), and the threads and devices recorded."""
+    ``run_seconds`` of :func:`pebench.results.tables`; a record without stages is counted in
+    ``runs`` and ``untimed``, not in the times), and the threads and devices recorded."""
     runs = ranked_runs(table)
 
     def summary(group: pd.DataFrame) -> dict:
         minutes = group.run_seconds / 60
         return {"runs": len(group), "encodings": group.encoding.nunique(), "seeds": ", ".join(map(str, sorted(group.seed.unique()))),
                 "hours": minutes.sum() / 60, "minutes per run": minutes.mean(), "fastest": minutes.min(), "slowest": minutes.max(),
-                "threads": ", ".join(map(str, sorted(group.threads.unique()))), "device": ", ".join(sorted(group.device.unique()))}
+                "untimed": int(minutes.isna().sum()), "threads": ", ".join(map(str, sorted(group.threads.unique()))),
+                "device": ", ".join(sorted(group.device.unique()))}
 
     rows = sorted(({"task": task, **summary(group)} for task, group in runs.groupby("task")), key=lambda row: (-row["hours"], row["task"]))
     return pd.DataFrame(rows + ([{"task": "all", **summary(runs)}] if rows else []),
-                        columns=["task", "runs", "encodings", "seeds", "hours", "minutes per run", "fastest", "slowest", "threads", "device"])
+                        columns=["task", "runs", "encodings", "seeds", "hours", "minutes per run", "fastest", "slowest", "untimed", "threads", "device"])
 
 
 def render_run_times(table: Tables) -> str:
+    """:func:`run_times` in Markdown; the ``untimed`` column only when a run has no stages."""
     times = run_times(table).round({"hours": 2, "minutes per run": 1, "fastest": 1, "slowest": 1})
     if times.empty:
         return RUN_TIME_TITLE + "\n\nNo protocol 2 run at the cards' settings yet.\n"
+    if not times.untimed.any():
+        times = times.drop(columns="untimed")
     return RUN_TIME_TITLE + "\n\n" + tabulate(times, headers="keys", tablefmt="github", showindex=False, floatfmt="g") + "\n"
 
 
@@ -518,7 +561,8 @@ def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | Non
     """Write, for every table, ``<out>/<name>.{md,tex,html}`` (the rendered leaderboards),
     ``<name>.csv`` (every metric, a ``metric`` column) and ``<name>.png``; ``overall.*``; the
     legend of configuration labels (``legend.md``) when there are any; the validity
-    section (``validity.md``); and the run time per task (``runtime.md``, :func:`run_times`). All or nothing: the files are made in a folder beside ``out``
+    section (``validity.md``); the run time per task (``runtime.md``, :func:`run_times`); and,
+    when there are Chomsky runs, their matrix (``chomsky.md`` and ``.csv``, :func:`suite_scores`). All or nothing: the files are made in a folder beside ``out``
     that replaces it whole, so a failure leaves the last report as it was. Returns the terminal
     rendering of each table.
 
@@ -536,6 +580,10 @@ def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | Non
         printed = _write_all(table, records, staging, throughput)
         (staging / "validity.md").write_text(validity_section(table))
         (staging / "runtime.md").write_text(render_run_times(table))
+        chomsky = suite_scores(table, FAMILIES)
+        if not chomsky.empty:
+            (staging / "chomsky.md").write_text(render_suite(chomsky, CHOMSKY_TITLE))
+            chomsky.to_csv(staging / "chomsky.csv", index=False, float_format="%.6g")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -5,7 +5,7 @@
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
   target), steps, training wall time, the run's whole wall time (``run_seconds``: data,
-  training and evaluation, from the record's ``stages``), final loss, and what the report needs
+  training and evaluation, from the record's ``stages``; NaN without them), final loss, and what the report needs
   of its card;
 - ``scores``: one row per (run, where, metric): ``where`` is ``ID``, ``OOD`` or a bucket label;
 - ``lengths``: one row per (run, length, metric), protocol 2 only;
@@ -107,7 +107,7 @@ def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
         "steps": training["steps"],
         "steps_to_target": training.get("steps_to_target"),
         "wall_seconds": training["wall_seconds"],
-        "run_seconds": sum(record["stages"].values()) if record.get("stages") else training["wall_seconds"],
+        "run_seconds": sum(record["stages"].values()) if record.get("stages") else float("nan"),
         "final_loss": training["final_loss"],
         "primary": record["task"]["metrics"]["primary"],
         "metrics": tuple(record["task"]["metrics"]["names"]),

@@ -212,7 +212,7 @@ def test_a_run_without_an_ood_score_is_left_out_of_the_mean_not_counted_as_zero(
 
 def test_run_times_sum_each_records_stages_per_task():
     # t1: A at seeds 0-2 took 300 s each (data 60, training 180, evaluation 60), B at seed 0 120 s:
-    # 17 min; t2: A at seed 0 20 min and C, a record without stages, its training wall time (1 s).
+    # 17 min; t2: A at seed 0 20 min and C, a record without stages: counted as a run, untimed.
     # Other settings (t1@...) and protocol 1 records are not the grid's: left out.
     def timed(task, encoding, seed, seconds, **kwargs):
         return {**record(task, encoding, seed, 0.5, **kwargs), "stages": {"data_seconds": seconds / 5, "train_seconds": seconds * 3 / 5,
@@ -225,6 +225,18 @@ def test_run_times_sum_each_records_stages_per_task():
     assert list(times.index) == ["t2", "t1", "all"]  # most hours first
     assert times.loc["t1", ["runs", "encodings", "seeds"]].tolist() == [4, 2, "0, 1, 2"]
     assert times.loc["t1", ["hours", "minutes per run", "fastest", "slowest"]].tolist() == pytest.approx([17 / 60, 17 / 4, 2, 5])
-    assert times.loc["t2", ["runs", "hours", "fastest", "slowest"]].tolist() == pytest.approx([2, (20 + 1 / 60) / 60, 1 / 60, 20])
-    assert times.loc["all", ["runs", "encodings", "hours"]].tolist() == pytest.approx([6, 3, (37 + 1 / 60) / 60])
-    assert report.render_run_times(tables(records)).startswith(report.RUN_TIME_TITLE)
+    assert times.loc["t2", ["runs", "untimed", "hours", "fastest", "slowest"]].tolist() == pytest.approx([2, 1, 1 / 3, 20, 20])
+    assert times.loc["all", ["runs", "untimed", "encodings", "hours"]].tolist() == pytest.approx([6, 1, 3, 37 / 60])
+    assert "untimed" in report.render_run_times(tables(records))
+    assert "untimed" not in report.render_run_times(tables(records[:5]))  # every run timed: no such column
+
+
+def test_the_suite_matrix_shows_each_tasks_ood_score_bolds_the_best_and_marks_the_unlearned():
+    # toy_grid: t1: B 0.5 > A (0.9 + 0.1 + 0.1) / 3 = 0.367; C never learns ID (ID 0.5): shown,
+    # not ranked. t2: A 0.8 > C 0.5 > B 0.2. A task of the levels with no runs (t3) is left out.
+    scores = report.suite_scores(tables(toy_grid()), {"regular": ("t3", "t1"), "cs": ("t2",)})
+    assert scores.groupby("task").size().to_dict() == {"t1": 3, "t2": 3}
+    lines = report.render_suite(scores, "T").splitlines()
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:] if not line.startswith("|--")]
+    assert lines[0] == "T" and cells == [["level", "task", "A", "B", "C"], ["regular", "t1", "0.367", "**0.500**", "— (0.50)"],
+                                         ["cs", "t2", "**0.800**", "0.200", "0.500"]]

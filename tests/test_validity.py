@@ -6,7 +6,7 @@ import json
 import pytest
 
 from pebench.results import tables
-from pebench.validity import (every, judge, kazemnejad_order, learned_fails_past_training, most, paired_difference,
+from pebench.validity import (every, judge, kazemnejad_order, learned_fails_past_training, most, nope_best_on_sort, paired_difference,
                               randomized_beats_base, relative_beats_absolute_on_long_sentences)
 
 from .test_report import record
@@ -102,11 +102,12 @@ def kazemnejad_records(exact_match, seeds=(0, 1, 2)):
 
 
 def test_kazemnejads_order_is_judged_on_exact_match_over_the_four_synthetic_tasks():
-    # The same order at every seed: every MRR difference is the same in every resample, above 0.
+    # The same order at every seed: the per-seed MRRs 1, 1/2, 1/3, 1/4, 1/5 at every seed, every
+    # difference the same at each seed (half-width 0), above 0.
     published = kazemnejad_order(kazemnejad_records({"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}))
     assert published.verdict == "reproduced" and published.why == ""
     assert published.measured == ("nope 1.000 > t5 0.500 > alibi 0.333 > rope 0.250 > sinusoidal 0.200 "
-                                  "(MRR of OOD exact match over addition, copy, reverse, sort, 12 runs each)")
+                                  "(MRR of OOD exact match over addition, copy, reverse, sort at each seed, mean over 3 seeds)")
     one_seed = kazemnejad_order(kazemnejad_records({"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}, seeds=(0,)))
     assert one_seed.verdict == "inconclusive" and "(1 seed)" in one_seed.why
 
@@ -123,6 +124,39 @@ def test_kazemnejads_pairs_are_judged_on_the_per_seed_mrr_difference():
     assert verdict.verdict == "inconclusive"
     assert verdict.why == ("within the interval of the per-seed MRR difference (3 seeds): nope > t5, nope > alibi, nope > rope, "
                            "nope > sinusoidal, t5 > alibi, t5 > rope, t5 > sinusoidal")
+
+
+def test_the_order_shown_is_the_order_judged_when_seed_averages_would_rank_otherwise():
+    # On every task, nope 0.9 and t5 0.35 at seed 0, nope 0.4 and t5 0.5 at seeds 1 and 2:
+    # averaged over seeds nope leads (0.567 against 0.45), but per seed t5 leads twice. Per-seed
+    # MRR: nope 1, 1/2, 1/2 (mean 0.667), t5 1/2, 1, 1 (0.833); alibi, rope, sinusoidal 1/3, 1/4,
+    # 1/5 at every seed. nope - t5: 1/2, -1/2, -1/2 (mean -1/6 ± 1.434): unsure, shown as "<";
+    # nope - alibi 2/3, 1/6, 1/6 and t5 - alibi 1/6, 2/3, 2/3 (± 0.717): unsure; the rest hold.
+    values = {"nope": [0.9, 0.4, 0.4], "t5": [0.35, 0.5, 0.5], "alibi": [0.3] * 3, "rope": [0.2] * 3, "sinusoidal": [0.05] * 3}
+    verdict = kazemnejad_order(tables([record(task, encoding, seed, 0.5, ood_metric=per_seed[seed]) for task in ("copy", "reverse", "sort", "addition")
+                                       for encoding, per_seed in values.items() for seed in range(3)]))
+    assert verdict.measured.startswith("t5 0.833 > nope 0.667 > alibi 0.333 > rope 0.250 > sinusoidal 0.200")
+    assert verdict.verdict == "inconclusive"
+    assert verdict.why == ("within the interval of the per-seed MRR difference (3 seeds): nope < t5, nope > alibi, nope > rope, "
+                           "nope > sinusoidal, t5 > alibi, t5 > rope, t5 > sinusoidal")
+
+
+def test_kazemnejads_order_needs_a_seed_with_every_run():
+    # copy at seed 0 only, the other three tasks at seed 1 only: no seed holds all four.
+    records = [record(task, encoding, 0 if task == "copy" else 1, 0.5, ood_metric=value) for task in ("copy", "reverse", "sort", "addition")
+               for encoding, value in {"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}.items()]
+    verdict = kazemnejad_order(tables(records))
+    assert verdict.verdict == "not comparable" and verdict.why.startswith("no seed at which")
+
+
+def test_nope_first_on_sort_is_judged_against_each_ranked_rival():
+    # Seeds 0-2. alibi above nope at every seed by 0.1 (fails); t5 0.5, 0.9, 0.1 against nope's
+    # 0.6, 0.6, 0.6 (difference 0.1, -0.3, 0.5: unsure); rope below nope by 0.3 at every seed (holds).
+    values = {"nope": [0.6] * 3, "alibi": [0.7] * 3, "t5": [0.5, 0.9, 0.1], "rope": [0.3] * 3}
+    verdict = nope_best_on_sort(tables([record("sort", encoding, seed, scores[seed]) for encoding, scores in values.items() for seed in range(3)]))
+    assert verdict.verdict == "not reproduced"
+    assert verdict.why == "as good as NoPE or better beyond the interval: alibi; not separated from NoPE by the interval: t5"
+    assert verdict.measured.startswith("sort OOD: nope 0.600 (rank 2); best other alibi 0.700 (nope - it: -0.100 ± 0.000, 3 seeds)")
 
 
 def test_a_tie_where_the_paper_has_an_order_does_not_reproduce_it():
