@@ -560,10 +560,10 @@ def report_name(runs: pd.DataFrame) -> str:
 def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | None = None) -> dict[str, str]:
     """Write, for every table, ``<out>/<name>.{md,tex,html}`` (the rendered leaderboards),
     ``<name>.csv`` (every metric, a ``metric`` column) and ``<name>.png``; ``overall.*``; the
-    legend of configuration labels (``legend.md``) when there are any; the validity
-    section (``validity.md``); the run time per task (``runtime.md``, :func:`run_times`); and,
-    when there are Chomsky runs, their matrix (``chomsky.md`` and ``.csv``, :func:`suite_scores`). All or nothing: the files are made in a folder beside ``out``
-    that replaces it whole, so a failure leaves the last report as it was. Returns the terminal
+    legend of configuration labels (``legend.md``) when there are any; the validity section
+    (``validity.md``); the run time per task (``runtime.md``, :func:`run_times`); and, when
+    there are Chomsky runs, their matrix (``chomsky.md`` and ``.csv``, :func:`suite_scores`).
+    All or nothing: the files are made in a folder beside ``out`` that replaces it whole, so a failure leaves the last report as it was. Returns the terminal
     rendering of each table.
 
     Raises:

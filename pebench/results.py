@@ -5,8 +5,8 @@
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
   target), steps, training wall time, the run's whole wall time (``run_seconds``: data,
-  training and evaluation, from the record's ``stages``; NaN without them), final loss, and what the report needs
-  of its card;
+  training and evaluation, from the record's ``stages``; NaN without them), final loss, and
+  what the report needs of its card;
 - ``scores``: one row per (run, where, metric): ``where`` is ``ID``, ``OOD`` or a bucket label;
 - ``lengths``: one row per (run, length, metric), protocol 2 only;
 - ``positions``: language models' mean loss by position in the window, per (run, length);
@@ -152,9 +152,10 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
     a column per metric (NaN where the task does not report it) and the run's metadata: task,
     table and encoding labels (``name@<hash>`` for other settings), card, seed, protocol,
     learned (reached the ID target; None without a target), target, steps, steps_to_target,
-    wall_seconds (training), run_seconds (data, training and evaluation), final_loss, primary metric, architecture, length unit, training lengths,
-    the encoding's parameter count, threads, device, git_commit and data_origin. Files that are
-    not valid records are left out (``pebench report`` names them).
+    wall_seconds (training), run_seconds (data, training and evaluation), final_loss, primary
+    metric, architecture, length unit, training lengths, the encoding's parameter count,
+    threads, device, git_commit and data_origin. Files that are not valid records are left out
+    (``pebench report`` names them).
 
     Example::
 

@@ -33,7 +33,6 @@ from .results import Tables
 from .tasks.chomsky import FAMILIES
 
 SYNTHETIC = ("copy", "reverse", "sort", "addition")
-SYNTHETIC_SORTED = tuple(sorted(SYNTHETIC))
 KAZEMNEJAD_ORDER = ("nope", "t5", "alibi", "rope", "sinusoidal")
 KAZEMNEJAD_MRR = {"nope": 0.687, "t5": 0.549, "alibi": 0.502, "rope": 0.330, "sinusoidal": 0.215}
 RANDOMIZED_PAIRS = {"randomized": "rope", "randomized_sinusoidal": "sinusoidal"}
@@ -148,7 +147,7 @@ def kazemnejad_order(table: Tables) -> Verdict:
     ranked = list(mrr.index)
     counted = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
     measured = (f"{ranked[0]} {mrr[ranked[0]]:.3f}" + "".join(f" {order(a, b)} {b} {mrr[b]:.3f}" for a, b in zip(ranked, ranked[1:]))
-                + f" (MRR of OOD exact match over {', '.join(SYNTHETIC_SORTED)} at each seed, mean over {counted})")
+                + f" (MRR of OOD exact match over {', '.join(sorted(SYNTHETIC))} at each seed, mean over {counted})")
     pairs = {(a, b): judged(a, b) for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1:]}
     shown = {result: [f"{a} {order(a, b)} {b}" for (a, b), r in pairs.items() if r == result] for result in ("fails", "unsure")}
     why = "; ".join(part for part in (
