@@ -89,6 +89,10 @@ def test_list_shows_encodings_with_references_and_tasks():
     for name in ("sinusoidal", "learned", "relative", "rope", "flow", "flow_input", "nope", "copy", "reverse", "sort", "addition"):
         assert name in out.stdout
     assert "arXiv:2003.09229" in out.stdout
+    lm_long = next(line for line in out.stdout.splitlines() if " lm_long " in line)
+    assert " 64 characters" in lm_long and "64-64" not in lm_long  # trained at one context length
+    copy = next(line for line in out.stdout.splitlines() if " copy " in line)
+    assert " 1-16 symbols" in copy
 
 
 def test_the_command_flushes_denormals_to_zero_on_every_cpu_thread():
