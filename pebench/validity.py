@@ -13,8 +13,8 @@ Verdicts: *reproduced* (the claim's comparisons hold), *not reproduced* (they fa
 "every" claim, at least half of a "most" claim), *inconclusive* (neither at these seeds: more seeds would
 decide), *not comparable* (pebench has not measured what the claim needs: a task or encoding not
 run, or not learned ID on most runs). Every figure comes from the protocol 2 records of the
-cards' own settings, through the leaderboards' own numbers (:func:`pebench.report.leaderboard`),
-so the section changes only when the records do.
+cards' own settings, through the leaderboards' own per-run scores (:func:`pebench.report.run_scores`,
+:func:`pebench.report.leaderboard`), so the section changes only when the records do.
 """
 
 from __future__ import annotations
@@ -79,21 +79,27 @@ def most(judged: list[str]) -> str:
     return "reproduced" if 2 * holds > len(judged) else "not reproduced" if 2 * (len(judged) - fails) <= len(judged) else "inconclusive"
 
 
-def paired_difference(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[float, float, int]:
-    """How much better a's OOD score is than b's on ``task`` (protocol 2, the cards' settings):
-    a - b, or b - a for a metric where lower is better (perplexity, bits), paired by seed over
-    the seeds at which both have a run that counts (learned ID): the mean difference, its 95%
-    Student-t half-width (NaN at one seed) and the number of seeds (0: mean NaN)."""
+def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[pd.DataFrame, str]:
+    """The OOD scores of a and b on ``task`` (protocol 2, the cards' settings) at the seeds where
+    both have a run that counts (learned ID): a frame [seeds, (a, b)], and the metric scored
+    (``metric``, or the task's primary one)."""
     runs = ranked_runs(table)
     runs = runs[(runs.task == task) & runs.encoding.isin([a, b])]
     runs = runs[counts_ood(runs).to_numpy()]
     if runs.empty:
-        return float("nan"), float("nan"), 0
+        return pd.DataFrame(columns=[a, b], dtype=float), metric or ""
     scored = metric or runs["primary"].iloc[0]
-    ood = run_scores(table, runs, scored)["OOD"].to_numpy() * (-1 if scored in LOWER_IS_BETTER else 1)
-    by_seed = pd.DataFrame({"seed": runs.seed.to_numpy(), "encoding": runs.encoding.to_numpy(), "ood": ood})
-    wide = by_seed.pivot_table(index="seed", columns="encoding", values="ood", aggfunc="mean").reindex(columns=[a, b]).dropna()
-    difference = wide[a] - wide[b]
+    by_seed = pd.DataFrame({"seed": runs.seed.to_numpy(), "encoding": runs.encoding.to_numpy(),
+                            "ood": run_scores(table, runs, scored)["OOD"].to_numpy()})
+    return by_seed.pivot_table(index="seed", columns="encoding", values="ood", aggfunc="mean").reindex(columns=[a, b]).dropna(), scored
+
+
+def paired_difference(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[float, float, int]:
+    """How much better a's OOD score is than b's on ``task``, over :func:`paired_scores`' seeds:
+    a - b, or b - a for a metric where lower is better (perplexity, bits): the mean difference,
+    its 95% Student-t half-width (NaN at one seed) and the number of seeds (0: mean NaN)."""
+    wide, scored = paired_scores(table, task, a, b, metric)
+    difference = (wide[a] - wide[b]) * (-1 if scored in LOWER_IS_BETTER else 1)
     return (float(difference.mean()) if len(difference) else float("nan")), interval(difference), len(difference)
 
 
@@ -159,7 +165,8 @@ def kazemnejad_order(table: Tables) -> Verdict:
 def randomized_beats_base(table: Tables) -> Verdict:
     """A randomized card against its base, one comparison per task and pair of cards where both
     learned ID, over Ruoss et al.'s Chomsky tasks and copy, reverse; the claim is "on most
-    tasks" (:func:`most`), each comparison paired by seed."""
+    tasks" (:func:`most`), each comparison paired by seed, each mean shown over the seeds it
+    pairs (so a pair's two means differ by its difference)."""
     cells, judged, failed, missing = [], [], [], []
     for task in RUOSS_TASKS:
         board = _board(table, task)
@@ -168,8 +175,9 @@ def randomized_beats_base(table: Tables) -> Verdict:
                 missing.append(f"{randomized}/{base} on {task}")
                 continue
             result, shown = _judge_pair(table, task, randomized, base)
+            means = paired_scores(table, task, randomized, base)[0].mean()  # at the seeds the difference pairs
             judged.append(result)
-            cells.append(f"{task}: {randomized} {board.loc[randomized, 'OOD mean']:.3f} vs {base} {board.loc[base, 'OOD mean']:.3f} ({shown})")
+            cells.append(f"{task}: {randomized} {means[randomized]:.3f} vs {base} {means[base]:.3f} ({shown})")
             if result != "holds":
                 failed.append(f"{task} ({randomized}, {result})")
     if not cells:

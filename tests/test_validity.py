@@ -60,6 +60,14 @@ def test_randomized_beats_its_base_when_it_wins_beyond_the_interval_on_most_task
     assert "not better beyond the interval on: reverse (randomized, fails)" in verdict.why
 
 
+def test_randomized_against_its_base_shows_the_means_of_the_seeds_it_pairs():
+    # rope ran seeds 0-2 (0.2, 0.3, 0.7; board mean 0.4), randomized seed 0 alone (0.5): paired
+    # at seed 0, 0.5 vs 0.2, difference +0.3; the board's 0.4 would not differ from 0.5 by it.
+    records = pairs({"copy": ([0.5], [0.2]), "reverse": ([0.1], [0.3]), "even_pairs": ([0.6], [0.4])}, seeds=(0,))
+    records += [record("copy", "rope", 1, 0.3), record("copy", "rope", 2, 0.7)]
+    assert "copy: randomized 0.500 vs rope 0.200 (+0.300, 1 seed)" in randomized_beats_base(tables(records)).measured
+
+
 def test_randomized_at_one_seed_is_inconclusive_and_winning_half_is_not_most():
     one_seed = pairs({"copy": ([0.5], [0.2]), "reverse": ([0.1], [0.3]), "even_pairs": ([0.6], [0.4])}, seeds=(0,))
     assert randomized_beats_base(tables(one_seed)).verdict == "inconclusive"  # no interval at one seed
