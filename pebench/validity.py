@@ -112,6 +112,14 @@ def _judge_pair(table: Tables, task: str, a: str, b: str, metric: str | None = N
     return judge(mean - half, mean + half), shown
 
 
+def _versus(table: Tables, task: str, a: str, b: str) -> tuple[str, str]:
+    """judge(a better than b on task) and both means at the seeds the difference pairs, with the
+    difference, e.g. "a 0.258 vs b 0.091 (+0.167 ± 0.119, 3 seeds)": the two means differ by it."""
+    result, shown = _judge_pair(table, task, a, b)
+    means = paired_scores(table, task, a, b)[0].mean()
+    return result, f"{a} {means[a]:.3f} vs {b} {means[b]:.3f} ({shown})"
+
+
 def _board(table: Tables, task: str, metric: str | None = None) -> pd.DataFrame | None:
     """The protocol 2 leaderboard of ``task`` at the cards' settings, indexed by encoding."""
     runs = ranked_runs(table)
@@ -174,10 +182,9 @@ def randomized_beats_base(table: Tables) -> Verdict:
             if board is None or not (_learned(board, randomized) and _learned(board, base)):
                 missing.append(f"{randomized}/{base} on {task}")
                 continue
-            result, shown = _judge_pair(table, task, randomized, base)
-            means = paired_scores(table, task, randomized, base)[0].mean()  # at the seeds the difference pairs
+            result, shown = _versus(table, task, randomized, base)
             judged.append(result)
-            cells.append(f"{task}: {randomized} {means[randomized]:.3f} vs {base} {means[base]:.3f} ({shown})")
+            cells.append(f"{task}: {shown}")
             if result != "holds":
                 failed.append(f"{task} ({randomized}, {result})")
     if not cells:
@@ -208,15 +215,17 @@ def learned_fails_past_training(table: Tables) -> Verdict:
 
 
 def nope_best_on_sort(table: Tables) -> Verdict:
-    """NoPE ahead of every other encoding ranked on sort, each comparison paired by seed."""
+    """NoPE ahead of every other encoding ranked on sort, each comparison paired by seed; the
+    board's means beside the runner-up's comparison at the seeds it pairs."""
     board = _board(table, "sort")
     if board is None or not _learned(board, "nope"):
         return Verdict("—", "not comparable", "NoPE has no ranked protocol 2 runs on sort")
     rivals = [e for e in board.index[board["rank"].notna()] if e != "nope"]
-    judged = {rival: _judge_pair(table, "sort", "nope", rival) for rival in rivals}
+    judged = {rival: _versus(table, "sort", "nope", rival) for rival in rivals}
     runner_up = board.loc[rivals, "OOD mean"].idxmax() if rivals else None
     measured = (f"sort OOD: nope {board.loc['nope', 'OOD mean']:.3f} (rank {board.loc['nope', 'rank']:g})"
-                + (f"; best other {runner_up} {board.loc[runner_up, 'OOD mean']:.3f} (nope - it: {judged[runner_up][1]})" if runner_up else ""))
+                + (f"; best other {runner_up} {board.loc[runner_up, 'OOD mean']:.3f}; at the seeds both learned: {judged[runner_up][1]}"
+                   if runner_up else ""))
     ahead = [rival for rival, (result, _) in judged.items() if result == "fails"]
     unsure = [rival for rival, (result, _) in judged.items() if result == "unsure"]
     why = "; ".join(part for part in ("as good as NoPE or better beyond the interval: " + ", ".join(ahead) if ahead else "",

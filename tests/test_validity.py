@@ -164,7 +164,8 @@ def test_nope_first_on_sort_is_judged_against_each_ranked_rival():
     verdict = nope_best_on_sort(tables([record("sort", encoding, seed, scores[seed]) for encoding, scores in values.items() for seed in range(3)]))
     assert verdict.verdict == "not reproduced"
     assert verdict.why == "as good as NoPE or better beyond the interval: alibi; not separated from NoPE by the interval: t5"
-    assert verdict.measured.startswith("sort OOD: nope 0.600 (rank 2); best other alibi 0.700 (nope - it: -0.100 ± 0.000, 3 seeds)")
+    assert verdict.measured.startswith("sort OOD: nope 0.600 (rank 2); best other alibi 0.700; at the seeds both learned: "
+                                      "nope 0.600 vs alibi 0.700 (-0.100 ± 0.000, 3 seeds)")
 
 
 def test_a_tie_where_the_paper_has_an_order_does_not_reproduce_it():
