@@ -31,6 +31,7 @@ from .engines import ENGINES, EngineOptions
 from .records import USER_RESULTS, check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
 from .report import write_reports
+from .tasks.base import LengthBucket
 
 RESULTS_HELP = (f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
                 "the committed grid, tables and benchmark: --results results)")
@@ -177,16 +178,11 @@ def _print_run(record: dict, path: Path) -> None:
     print(f"record: {path}")
 
 
-def _span(lo: int, hi: int) -> str:
-    """A length range as the tables write it: 1-16, or 64 for a range of one length."""
-    return str(lo) if lo == hi else f"{lo}-{hi}"
-
-
 def command_list(args) -> int:
     encodings = [[name, card["plugin"], card["description"], card["reference"]] for name, card in encoding_cards().items()]
     print(tabulate(encodings, headers=["encoding", "plugin", "description", "reference"]))
     cards = sorted(task_cards().items(), key=lambda item: (item[1].get("suite", ""), item[0]))
-    tasks = [[card.get("suite", ""), name, card["model"]["architecture"], f"{_span(*card['split']['train'])} {card['split'].get('unit', '')}",
+    tasks = [[card.get("suite", ""), name, card["model"]["architecture"], f"{LengthBucket(*card['split']['train']).label} {card['split'].get('unit', '')}",
               card["metrics"]["primary"], card["description"]] for name, card in cards]
     print()
     print(tabulate(tasks, headers=["suite", "task", "model", "train lengths", "primary", "description"]))

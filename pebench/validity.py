@@ -94,29 +94,44 @@ def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None =
     return by_seed.pivot_table(index="seed", columns="encoding", values="ood", aggfunc="mean").reindex(columns=[a, b]).dropna(), scored
 
 
-def paired_difference(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[float, float, int]:
-    """How much better a's OOD score is than b's on ``task``, over :func:`paired_scores`' seeds:
-    a - b, or b - a for a metric where lower is better (perplexity, bits): the mean difference,
-    its 95% Student-t half-width (NaN at one seed) and the number of seeds (0: mean NaN)."""
-    wide, scored = paired_scores(table, task, a, b, metric)
+def _difference(wide: pd.DataFrame, scored: str) -> tuple[float, float, int]:
+    """The mean of (a - b) over the rows of :func:`paired_scores`' frame [seeds, (a, b)], turned
+    around where ``scored`` is lower-better, its 95% Student-t half-width and the seeds."""
+    a, b = wide.columns
     difference = (wide[a] - wide[b]) * (-1 if scored in LOWER_IS_BETTER else 1)
     return (float(difference.mean()) if len(difference) else float("nan")), interval(difference), len(difference)
 
 
-def _judge_pair(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[str, str]:
-    """judge(a better than b on task) and the difference as text, e.g. "+0.167 ± 0.050, 3 seeds"."""
-    mean, half, seeds = paired_difference(table, task, a, b, metric)
+def paired_difference(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[float, float, int]:
+    """How much better a's OOD score is than b's on ``task``, over :func:`paired_scores`' seeds:
+    a - b, or b - a for a metric where lower is better (perplexity, bits): the mean difference,
+    its 95% Student-t half-width (NaN at one seed) and the number of seeds (0: mean NaN)."""
+    return _difference(*paired_scores(table, task, a, b, metric))
+
+
+def _judged(wide: pd.DataFrame, scored: str) -> tuple[str, str]:
+    """judge(a better than b) from the paired frame and the difference as text, e.g.
+    "+0.167 ± 0.050, 3 seeds"."""
+    mean, half, seeds = _difference(wide, scored)
     if not seeds:
         return "unsure", "no seed at which both learned ID"
     shown = f"{mean:+.3f}" + ("" if np.isnan(half) else f" ± {half:.3f}") + f", {seeds} seed{'s' if seeds != 1 else ''}"
     return judge(mean - half, mean + half), shown
 
 
+def _judge_pair(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[str, str]:
+    """judge(a better than b on task) and the difference as text (:func:`_judged`)."""
+    return _judged(*paired_scores(table, task, a, b, metric))
+
+
 def _versus(table: Tables, task: str, a: str, b: str) -> tuple[str, str]:
     """judge(a better than b on task) and both means at the seeds the difference pairs, with the
     difference, e.g. "a 0.258 vs b 0.091 (+0.167 ± 0.119, 3 seeds)": the two means differ by it."""
-    result, shown = _judge_pair(table, task, a, b)
-    means = paired_scores(table, task, a, b)[0].mean()
+    wide, scored = paired_scores(table, task, a, b)
+    result, shown = _judged(wide, scored)
+    if wide.empty:
+        return result, f"{a} vs {b} ({shown})"
+    means = wide.mean()
     return result, f"{a} {means[a]:.3f} vs {b} {means[b]:.3f} ({shown})"
 
 
