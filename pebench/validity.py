@@ -79,13 +79,19 @@ def most(judged: list[str]) -> str:
     return "reproduced" if 2 * holds > len(judged) else "not reproduced" if 2 * (len(judged) - fails) <= len(judged) else "inconclusive"
 
 
+def _counted_runs(table: Tables, task: str, encodings: list[str]) -> pd.DataFrame:
+    """The runs of ``encodings`` on ``task`` that the claims use (:func:`ranked_runs`) and whose
+    OOD scores count (:func:`counts_ood`)."""
+    runs = ranked_runs(table)
+    runs = runs[(runs.task == task) & runs.encoding.isin(encodings)]
+    return runs[counts_ood(runs).to_numpy()]
+
+
 def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[pd.DataFrame, str]:
     """The OOD scores of a and b on ``task`` (protocol 2, the cards' settings) at the seeds where
     both have a run that counts (learned ID): a frame [seeds, (a, b)], and the metric scored
     (``metric``, or the task's primary one)."""
-    runs = ranked_runs(table)
-    runs = runs[(runs.task == task) & runs.encoding.isin([a, b])]
-    runs = runs[counts_ood(runs).to_numpy()]
+    runs = _counted_runs(table, task, [a, b])
     if runs.empty:
         return pd.DataFrame(columns=[a, b], dtype=float), metric or ""
     scored = metric or runs["primary"].iloc[0]
@@ -255,8 +261,7 @@ PRESS_FLAT = 1.1  # and below this: "stays flat"
 def _growth(table: Tables, encoding: str, longest: str) -> tuple[float, float]:
     """Perplexity at the ``longest`` bucket over perplexity at the training context, per run of
     ``encoding`` on lm_long: the mean ratio and its 95% Student-t half-width."""
-    runs = ranked_runs(table)
-    runs = runs[(runs.task == "lm_long") & (runs.encoding == encoding)]
+    runs = _counted_runs(table, "lm_long", [encoding])
     scores = run_scores(table, runs, runs["primary"].iloc[0])
     ratios = scores[longest] / scores["ID"]
     return float(ratios.mean()), interval(ratios)
