@@ -50,8 +50,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import torch
 from tabulate import tabulate
 from torch import nn
@@ -61,6 +61,9 @@ from .model import ModelConfig, Transformer
 from .records import USER_RESULTS, write_atomically
 from .devices import autocast, resolve_device, sync_device
 from .train import build_encoding
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: every pebench command imports this module, few need it
+    import pandas as pd
 
 PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
 VARIANTS = {  # name -> (card, params it changes)
@@ -386,6 +389,8 @@ def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callabl
 
 def benchmark_table(rows: list[dict]) -> pd.DataFrame:
     """The rows as a table with every figure's column (missing figures NaN) and the ratios."""
+    import pandas as pd
+
     table = pd.DataFrame(rows)
     for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
         if column not in table:
@@ -394,12 +399,16 @@ def benchmark_table(rows: list[dict]) -> pd.DataFrame:
 
 
 def _format(value, pattern: str) -> str:
+    import pandas as pd
+
     return "—" if value is None or pd.isna(value) else format(value, pattern)
 
 
 def render(table: pd.DataFrame, table_format: str = "github") -> str:
     """Two tables: absolute figures per contender and shape, then ratios to NoPE (and to the
     peer) with one column per shape."""
+    import pandas as pd
+
     absolute = pd.DataFrame({
         "contender": table.contender, "shape": table["shape"], "batch": table.batch,
         "train tok/s": table.train_tokens_per_second.map(lambda v: _format(v, ",.0f")),
@@ -495,6 +504,8 @@ def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> l
 
 def load(results: Path) -> pd.DataFrame | None:
     """The saved benchmark table under ``<results>/throughput``, or None if never run."""
+    import pandas as pd
+
     path = Path(results) / "throughput" / "throughput.csv"
     return pd.read_csv(path) if path.is_file() else None
 

@@ -30,7 +30,6 @@ from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
 from .records import USER_RESULTS, check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
-from .report import write_reports
 from .tasks.base import LengthBucket
 
 RESULTS_HELP = (f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
@@ -199,6 +198,8 @@ def command_report(args) -> int:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
     if not any(record.get("status") == "ok" for record in records):
         return _fail(FileNotFoundError(f"no successful run records under {args.results / 'runs'}; run `pebench run --encoding E --task T` first"))
+    from .report import write_reports  # pandas and scipy: seconds of start-up that only the report needs
+
     out = args.out or args.results / "leaderboards"
     for text in write_reports(records, out, bench.load(args.results)).values():
         print(text)

@@ -166,6 +166,15 @@ def test_a_closed_output_pipe_is_not_an_error():
     assert out.stdout.startswith("encoding") and "Traceback" not in out.stderr
 
 
+def test_the_command_starts_without_the_report_s_libraries():
+    # pandas and scipy add seconds to every start (`pebench run`, `list`, each run of a sweep);
+    # only `pebench report` and the benchmark's tables need them, and they import them there.
+    probe = "import sys, pebench.cli; print(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'scipy', 'matplotlib'}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_the_training_curve_is_in_the_record_and_in_tensorboard_on_request(tmp_path):
     out = pebench("run", "--encoding", "nope", "--task", "copy", "--results", str(tmp_path), *TINY, "--log", "tensorboard")
     assert out.returncode == 0, out.stderr
