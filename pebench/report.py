@@ -43,6 +43,7 @@ all seventeen on the synthetic tasks).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -63,12 +64,19 @@ BOOTSTRAP_SEED = 0
 CONFIDENCE = 0.95
 
 
+@functools.cache
+def _t_quantile(degrees_of_freedom: int) -> float:
+    return float(stats.t.ppf((1 + CONFIDENCE) / 2, degrees_of_freedom))
+
+
 def interval(values) -> float:
-    """Half-width of the 95% Student-t interval of the mean of ``values`` (NaN below two)."""
-    values = pd.Series(values, dtype=float).dropna()
+    """Half-width of the 95% Student-t interval of the mean of ``values`` (NaN below two; NaN
+    values are left out): t(0.975, n - 1) * s / sqrt(n), s the sample standard deviation."""
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
     if len(values) < 2:
         return float("nan")
-    return float(stats.t.ppf((1 + CONFIDENCE) / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
+    return float(_t_quantile(len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
 
 
 def ranked(learned: pd.Series) -> bool:
