@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.test_cli import TINY, pebench
+from tests.test_cli import TINY, pebench, pebench_here
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +37,9 @@ def test_a_saved_model_scored_again_gives_its_runs_scores_and_scores_new_lengths
     ("training.steps=5", "--set training.steps would change the trained model"),
     ("encoding.base=500", "--set encoding.base would change the trained model"),
 ])
-def test_settings_that_change_the_model_are_refused(trained, tmp_path, override, message):
+def test_settings_that_change_the_model_are_refused(trained, tmp_path, capsys, override, message):
     _, path = trained
-    out = pebench("evaluate", str(path), "--set", override, "--results", str(tmp_path))
+    out = pebench_here(capsys, "evaluate", str(path), "--set", override, "--results", str(tmp_path))
     assert out.returncode == 2 and message in out.stderr
 
 

@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+from pebench.cli import main
 from pebench.records import is_complete
 
 TINY = ["--set", "training.steps=30", "--set", "split.eval_examples=20", "--set", "training.warmup_steps=5", "--set", "split.validation_examples=16",
@@ -17,6 +18,21 @@ TINY = ["--set", "training.steps=30", "--set", "split.eval_examples=20", "--set"
 
 def pebench(*args, env=None, cwd=None):
     return subprocess.run([sys.executable, "-m", "pebench.cli", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+def pebench_here(capsys, *args) -> subprocess.CompletedProcess:
+    """``pebench ARGS`` called in this process: for the checks that stop before any training,
+    without the seconds of a new interpreter importing torch. The same result as :func:`pebench`
+    (``returncode``, ``stdout``, ``stderr``); the flag ``main`` sets for the process is put back."""
+    capsys.readouterr()
+    try:
+        code = main(list(args))
+    except SystemExit as stop:  # argparse's errors
+        code = stop.code
+    finally:
+        torch.set_flush_denormal(False)
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["pebench", *args], code, out.out, out.err)
 
 
 def test_run_writes_a_complete_record_and_prints_the_buckets(tmp_path):
@@ -40,20 +56,20 @@ def test_run_writes_a_complete_record_and_prints_the_buckets(tmp_path):
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_unknown_encoding_exits_nonzero_listing_the_known_ones(tmp_path):
-    out = pebench("run", "--encoding", "nosuch", "--task", "copy", "--results", str(tmp_path))
+def test_unknown_encoding_exits_nonzero_listing_the_known_ones(tmp_path, capsys):
+    out = pebench_here(capsys, "run", "--encoding", "nosuch", "--task", "copy", "--results", str(tmp_path))
     assert out.returncode == 2
     assert "unknown encoding 'nosuch'" in out.stderr and "rope" in out.stderr and "flow" in out.stderr
     assert not (tmp_path / "runs").exists()
 
 
-def test_impossible_split_exits_with_the_reason(tmp_path):
-    out = pebench("run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--set", "split.train=[1, 40]")
+def test_impossible_split_exits_with_the_reason(tmp_path, capsys):
+    out = pebench_here(capsys, "run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--set", "split.train=[1, 40]")
     assert out.returncode == 2 and "must lie inside the first (in-distribution) bucket" in out.stderr
 
 
-def test_a_negative_seed_stops_and_writes_nothing(tmp_path):
-    out = pebench("run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--seed", "-1")
+def test_a_negative_seed_stops_and_writes_nothing(tmp_path, capsys):
+    out = pebench_here(capsys, "run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--seed", "-1")
     assert out.returncode == 2 and "the seed must be a whole number >= 0" in out.stderr, out.stderr
     assert not (tmp_path / "runs").exists()
 
@@ -77,14 +93,14 @@ def test_a_negative_seed_stops_and_writes_nothing(tmp_path):
         ("rope", "split.validation_examples=0", "split.validation_examples must be at least 1"),
     ],
 )
-def test_bad_cards_stop_before_training_and_write_nothing(tmp_path, encoding, override, message):
-    out = pebench("run", "--encoding", encoding, "--task", "copy", "--results", str(tmp_path), "--set", override)
+def test_bad_cards_stop_before_training_and_write_nothing(tmp_path, capsys, encoding, override, message):
+    out = pebench_here(capsys, "run", "--encoding", encoding, "--task", "copy", "--results", str(tmp_path), "--set", override)
     assert out.returncode == 2 and message in out.stderr, out.stderr
     assert not (tmp_path / "runs").exists()
 
 
-def test_list_shows_encodings_with_references_and_tasks():
-    out = pebench("list")
+def test_list_shows_encodings_with_references_and_tasks(capsys):
+    out = pebench_here(capsys, "list")
     assert out.returncode == 0
     for name in ("sinusoidal", "learned", "relative", "rope", "flow", "flow_input", "nope", "copy", "reverse", "sort", "addition"):
         assert name in out.stdout
@@ -141,8 +157,8 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
     assert out.returncode == 2 and "MISSING.md: no such file" in out.stderr
 
 
-def test_report_without_records_says_what_to_do(tmp_path):
-    out = pebench("report", str(tmp_path))
+def test_report_without_records_says_what_to_do(tmp_path, capsys):
+    out = pebench_here(capsys, "report", str(tmp_path))
     assert out.returncode == 2 and "pebench run --encoding" in out.stderr
 
 

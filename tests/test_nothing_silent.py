@@ -19,7 +19,7 @@ from pebench.evaluation import Scorer
 from pebench.model import ModelConfig
 from pebench.records import load_records
 from pebench.train import build_encoding
-from tests.test_cli import TINY, pebench
+from tests.test_cli import TINY, pebench, pebench_here
 
 
 def record_of(results):
@@ -48,13 +48,13 @@ def test_every_encoding_refuses_a_parameter_that_cannot_work(name):
             build_encoding({**card, "params": {**card["params"], key: -1}}, geometry)
 
 
-def test_a_missing_device_and_an_unwritable_results_folder_stop_before_training(tmp_path):
+def test_a_missing_device_and_an_unwritable_results_folder_stop_before_training(tmp_path, capsys):
     if not torch.cuda.is_available():
-        out = pebench("run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--device", "cuda")
+        out = pebench_here(capsys, "run", "--encoding", "rope", "--task", "copy", "--results", str(tmp_path), "--device", "cuda")
         assert out.returncode == 2 and "this machine has no CUDA device" in out.stderr
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    out = pebench("run", "--encoding", "rope", "--task", "copy", "--results", str(blocker / "results"))
+    out = pebench_here(capsys, "run", "--encoding", "rope", "--task", "copy", "--results", str(blocker / "results"))
     assert out.returncode == 2 and "cannot write run records under" in out.stderr and "--results" in out.stderr
 
 
