@@ -105,12 +105,22 @@ def test_the_bpe_gives_back_every_newstest2014_sentence(tmp_path, monkeypatch):
     assert changed == []  # all 6,006 source and reference sentences
 
 
+TINY_VOCAB = "params.vocab_size=500"
+
+
+@pytest.fixture(scope="module")
+def bpe_cache(tmp_path_factory):
+    """One BPE cache for this module's runs on the real training text: the tokenizer (the card's
+    text, :data:`TINY_VOCAB`) is trained by the first of them and loaded by the rest."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @needs_data
-def test_examples_land_in_the_bucket_of_their_source_subword_length(monkeypatch, tmp_path):
+def test_examples_land_in_the_bucket_of_their_source_subword_length(monkeypatch, bpe_cache):
     monkeypatch.setenv("PEBENCH_DATA", str(DATA))
-    monkeypatch.setenv("PEBENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("PEBENCH_CACHE", str(bpe_cache))
     card = task_card("wmt_long")
-    card["params"]["vocab_size"] = 2000
+    apply_overrides(card, {"params": {}}, [TINY_VOCAB])
     protocol = resolve(card)
     sets = protocol.evaluation_sets()
     assert sum(len(v) for v in sets.values()) == 3003  # every newstest2014 sentence, each in one bucket
@@ -125,12 +135,12 @@ def test_examples_land_in_the_bucket_of_their_source_subword_length(monkeypatch,
 
 
 @needs_data
-def test_wmt_long_end_to_end_tiny(tmp_path):
-    env = {**os.environ, "PEBENCH_CACHE": str(tmp_path / "cache")}
+def test_wmt_long_end_to_end_tiny(tmp_path, bpe_cache):
+    env = {**os.environ, "PEBENCH_CACHE": str(bpe_cache)}
     out = subprocess.run(
         [sys.executable, "-m", "pebench.cli", "run", "--encoding", "flow", "--task", "wmt_long", "--data-dir", str(DATA),
          "--results", str(tmp_path), "--quiet", "--set", "training.steps=4", "--set", "split.eval_examples=4", "--set", "split.validation_examples=4",
-         "--set", "params.vocab_size=500", "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_layers=1"],
+         "--set", TINY_VOCAB, "--set", "model.d_model=32", "--set", "model.d_ff=64", "--set", "model.n_layers=1"],
         capture_output=True, text=True, env=env, timeout=600,
     )
     assert out.returncode == 0, out.stderr
@@ -150,13 +160,13 @@ def test_wmt_long_end_to_end_tiny(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_wmt(tmp_path_factory):
+def tiny_wmt(bpe_cache):
     """wmt_long on the real files, with a tiny model and 3 sentences per bucket."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PEBENCH_DATA", str(DATA))
-        patch.setenv("PEBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+        patch.setenv("PEBENCH_CACHE", str(bpe_cache))
         card = task_card("wmt_long")
-        apply_overrides(card, {"params": {}}, ["training.steps=2", "training.batch_size=8", "split.eval_examples=3", "params.vocab_size=500",
+        apply_overrides(card, {"params": {}}, ["training.steps=2", "training.batch_size=8", "split.eval_examples=3", TINY_VOCAB,
                                                 "model.d_model=16", "model.d_ff=32", "model.n_layers=1", "decoding.max_length_b=2",
                                                 "split.validation_examples=3"])
         return resolve(card)
