@@ -200,15 +200,21 @@ def _title(name: str, table: Tables, runs: pd.DataFrame, metric: str) -> str:
     return f"{name}: {metric} (ID = {buckets['where'].iloc[0]}; buckets {sizes}), mean ± 95% interval over runs; {rule}"
 
 
-def render(name: str, table: Tables, runs: pd.DataFrame, table_format: str, throughput: pd.DataFrame | None = None) -> str:
-    """A table's titled leaderboards in a tabulate format ("github", "simple",
-    "latex_booktabs", "html"): the primary metric with throughput, then each other metric."""
+def boards_of(table: Tables, runs: pd.DataFrame, throughput: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+    """A table's :func:`leaderboard` per metric (:func:`metrics_of` order), throughput on the
+    primary metric's only: built once, then rendered in every format."""
+    return {metric: leaderboard(table, runs, metric, throughput if index == 0 else None) for index, metric in enumerate(metrics_of(runs))}
+
+
+def render(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], table_format: str) -> str:
+    """A table's titled leaderboards (:func:`boards_of`) in a tabulate format ("github",
+    "simple", "latex_booktabs", "html"): the primary metric with throughput, then each other metric."""
     architecture = runs["architecture"].iloc[0]
-    speed = (f"throughput: pebench bench, {architecture} at {BENCH_LENGTH} tokens" if throughput is not None
+    with_speed = "train tok/s" in next(iter(boards.values()))
+    speed = (f"throughput: pebench bench, {architecture} at {BENCH_LENGTH} tokens" if with_speed
              else "throughput: no benchmark table (run `pebench bench`)")
     parts = []
-    for index, metric in enumerate(metrics_of(runs)):
-        board = leaderboard(table, runs, metric, throughput if index == 0 else None)
+    for index, (metric, board) in enumerate(boards.items()):
         shown = display(board, 2 if metric in ("bleu", "chrf") else 3)
         if index:
             shown = shown.drop(columns=[c for c in ("rank", "learned ID", "steps") if c in shown])
@@ -603,17 +609,17 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
     printed = {}
     for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != 2, item[0][0])):
         name = report_name(runs)
+        boards = boards_of(table, runs, throughput)
         for suffix, table_format in FORMATS.items():
-            (out / f"{name}.{suffix}").write_text(render(name, table, runs, table_format, throughput))
-        boards = [leaderboard(table, runs, metric, throughput if i == 0 else None).assign(metric=metric) for i, metric in enumerate(metrics_of(runs))]
-        frame = pd.concat(boards, ignore_index=True)
+            (out / f"{name}.{suffix}").write_text(render(name, table, runs, boards, table_format))
+        frame = pd.concat([board.assign(metric=metric) for metric, board in boards.items()], ignore_index=True)
         frame[["metric", *frame.columns[:-1]]].to_csv(out / f"{name}.csv", index=False, float_format="%.6g")
         plot(name, table, runs, out / f"{name}.png")
         if table.curves.run.isin(runs.run).any():
             plot_curves(name, table, runs, out / f"{name}.curves.png")
         if table.positions.run.isin(runs.run).any():
             plot_positions(name, table, runs, out / f"{name}.positions.png")
-        printed[name] = render(name, table, runs, "simple", throughput)
+        printed[name] = render(name, table, runs, boards, "simple")
     ranked = ranked_runs(table)
     if not ranked.empty:
         blocks, encodings = overall_blocks(table), sorted(ranked.encoding.unique())
