@@ -201,8 +201,9 @@ def _title(name: str, table: Tables, runs: pd.DataFrame, metric: str) -> str:
 
 
 def boards_of(table: Tables, runs: pd.DataFrame, throughput: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
-    """A table's :func:`leaderboard` per metric (:func:`metrics_of` order), throughput on the
-    primary metric's only: built once, then rendered in every format."""
+    """A table's leaderboards, built once and then rendered in every format: ``{metric: its
+    :func:`leaderboard`}`` (one row per encoding), in :func:`metrics_of` order, throughput
+    columns on the primary metric's only."""
     return {metric: leaderboard(table, runs, metric, throughput if index == 0 else None) for index, metric in enumerate(metrics_of(runs))}
 
 
