@@ -32,15 +32,19 @@ IGNORE = -100
 @dataclass
 class Batch:
     """tokens ``[b, s_t]``, labels ``[b, s_t]`` (IGNORE where not scored), source ``[b, s_s]``
-    or None (decoder-only)."""
+    or None (decoder-only), identity ``[b, s_i]``: what identifies each example whatever batch
+    it is in (a decoder-only model's prompt ``BOS source SEP``, as :func:`prompts` makes it; the
+    source otherwise; a language model's window), which seeds an encoding's evaluation draws
+    (:meth:`pebench.PositionalEncoding.batch_positions`)."""
 
     tokens: Tensor
     labels: Tensor
     source: Tensor | None
+    identity: Tensor
 
     def to(self, device) -> Batch:
         source = self.source.to(device) if self.source is not None else None
-        return Batch(self.tokens.to(device), self.labels.to(device), source)
+        return Batch(self.tokens.to(device), self.labels.to(device), source, self.identity.to(device))
 
     @property
     def num_tokens(self) -> int:
@@ -67,22 +71,20 @@ def pack(examples: list[Example], architecture: str) -> Batch:
     windows of text, the model reading all but the last token and predicting each next one."""
     if architecture == "language_model":
         windows = [_symbols(e.source) for e in examples]
-        return Batch(_pad([w[:-1] for w in windows], PAD), _pad([w[1:] for w in windows], IGNORE), None)
+        tokens = _pad([w[:-1] for w in windows], PAD)
+        return Batch(tokens, _pad([w[1:] for w in windows], IGNORE), None, tokens)
     if architecture == "decoder":
         full = [[BOS, *_symbols(e.source), SEP, *_symbols(e.target), EOS] for e in examples]
         prompt = [len(e.source) + 1 for e in examples]  # labels before SEP's successor are not scored
         labels = [[IGNORE] * p + row[p + 1 :] for row, p in zip(full, prompt)]
-        return Batch(_pad([row[:-1] for row in full], PAD), _pad(labels, IGNORE), None)
+        return Batch(_pad([row[:-1] for row in full], PAD), _pad(labels, IGNORE), None, prompts(examples)[0])
     if architecture == "encoder":
         rows = [[*_symbols(e.source), *[PLACEHOLDER] * e.slots] for e in examples]
         labels = [[IGNORE] * len(e.source) + _slot_labels(e) for e in examples]
-        return Batch(_pad(rows, PAD), _pad(labels, IGNORE), None)
+        return Batch(_pad(rows, PAD), _pad(labels, IGNORE), None, _pad([_symbols(e.source) for e in examples], PAD))
     targets = [_symbols(e.target) for e in examples]
-    return Batch(
-        _pad([[BOS, *t] for t in targets], PAD),
-        _pad([[*t, EOS] for t in targets], IGNORE),
-        _pad([[*_symbols(e.source), EOS] for e in examples], PAD),
-    )
+    source = _pad([[*_symbols(e.source), EOS] for e in examples], PAD)
+    return Batch(_pad([[BOS, *t] for t in targets], PAD), _pad([[*t, EOS] for t in targets], IGNORE), source, source)
 
 
 def prompts(examples: list[Example]) -> tuple[Tensor, Tensor]:

@@ -7,14 +7,16 @@ decoder-only model continues its prompt (``BOS source SEP``). Prompts of differe
 decoded in one batch, right-padded: the shortest common prefix is read in one call, then every
 step feeds each row its next prompt token while it is still in its prompt (prompt forcing) and
 its own last prediction after, so that every row's positions are its own 0, 1, 2, ... The
-positions of the longest sequence a batch can reach are drawn once, before the first step
-(:meth:`Transformer.decode`).
+positions of the longest sequence each row can reach (its prompt and its output cap) are drawn
+once, before the first step (:meth:`Transformer.decode`), for each example at its own length
+where the encoding draws per example, seeded by the example's source (randomized positions).
 
-The output length is capped per example at ``ceil(max_length_a * source_length + max_length_b)``
-tokens, EOS included (fairseq's ``max_len_a``/``max_len_b``), the source length counting the
-end marker the model reads after the source (EOS in an encoder, SEP in a decoder-only prompt).
-Outputs are token ids without BOS, up to and including the first EOS; an output without EOS hit
-the cap. Beam search (encoder-decoder only) scores finished hypotheses by log-probability /
+The output length is capped per example (the caller's ``max_lengths``: by default
+``ceil(max_length_a * source_length + max_length_b)`` tokens, EOS included, fairseq's
+``max_len_a``/``max_len_b``, the source length counting the end marker the model reads after the
+source, EOS in an encoder, SEP in a decoder-only prompt; :meth:`pebench.protocol.Protocol.output_cap`
+raises it to the longest gold output of a generated task). Outputs are token ids without BOS, up
+to and including the first EOS; an output without EOS hit the cap. Beam search (encoder-decoder only) scores finished hypotheses by log-probability /
 length^length_penalty, the length counting EOS when one was produced (fairseq's normalisation;
 Wu et al. 2016, arXiv:1609.08144, eq. 14 use (5 + length)^alpha / 6^alpha instead).
 Shapes: b batch, k beam, s sequence, V vocabulary.
@@ -67,6 +69,8 @@ class DecodingConfig:
 def _reorder(cache: KVCache, index: Tensor) -> None:
     for entry in cache.values():
         entry["k"], entry["v"] = entry["k"].index_select(0, index), entry["v"].index_select(0, index)
+        if entry["pos"].dim() == 2:  # per-example positions
+            entry["pos"] = entry["pos"].index_select(0, index)
 
 
 def _through_eos(row: list[int]) -> list[int]:
@@ -75,22 +79,26 @@ def _through_eos(row: list[int]) -> list[int]:
 
 
 @torch.no_grad()
-def greedy(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, max_lengths: Tensor, memory: Memory | None = None) -> list[list[int]]:
+def greedy(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, max_lengths: Tensor, memory: Memory | None = None,
+           identity: Tensor | None = None) -> list[list[int]]:
     """Greedy continuations of ``prompts`` ``[b, P]`` (right-padded; row i's prompt is its first
     ``prompt_lengths[i]`` tokens), each at most ``max_lengths[i]`` tokens, stopping at EOS.
-    ``memory``: the encoder's output for an encoder-decoder (prompts are then the BOS column).
+    ``memory``: the encoder's output for an encoder-decoder (prompts are then the BOS column);
+    ``identity``: rows identifying each example (default the prompts; an encoder-decoder
+    passes its source), :meth:`PositionalEncoding.batch_positions`.
 
     Returns:
         per row, the generated ids up to and including the first EOS.
     """
     b, device = prompts.shape[0], prompts.device
-    total = int((prompt_lengths + max_lengths).max())
-    pos = model.encoding.positions(total, device)  # one draw for the whole batch (see the module docstring)
+    reach = prompt_lengths + max_lengths  # the most tokens each row can read
+    total = int(reach.max())
+    pos = model.encoding.batch_positions(reach, total, prompts if identity is None else identity, "decoder")  # one draw per decoded sequence
     tokens = torch.full((b, total), PAD, dtype=torch.long, device=device)
     tokens[:, : prompts.shape[1]] = prompts
     first = int(prompt_lengths.min())
     cache: KVCache = {}
-    logits = model.decode(tokens[:, :first], pos[:first], cache, memory)[:, -1]  # [b, V]
+    logits = model.decode(tokens[:, :first], pos[..., :first], cache, memory)[:, -1]  # [b, V]
     count = torch.zeros(b, dtype=torch.long, device=device)
     done = torch.zeros(b, dtype=torch.bool, device=device)
     for step in range(first, total):
@@ -101,7 +109,7 @@ def greedy(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, max_leng
         done |= writing & ((predicted == EOS) | (count >= max_lengths))
         if done.all():
             break
-        logits = model.decode(tokens[:, step : step + 1], pos[step : step + 1], cache, memory)[:, -1]
+        logits = model.decode(tokens[:, step : step + 1], pos[..., step : step + 1], cache, memory)[:, -1]
     starts, counts = prompt_lengths.tolist(), count.tolist()
     return [row[p : p + n] for row, p, n in zip(tokens.tolist(), starts, counts)]
 
@@ -118,14 +126,16 @@ def beam_search(model: Transformer, source: Tensor, max_lengths: Tensor, beam_si
     """
     b, k, device = source.shape[0], beam_size, source.device
     memory = model.encode(source).select(torch.arange(b, device=device).repeat_interleave(k))
-    pos = model.encoding.positions(int(max_lengths.max()), device)
+    pos = model.encoding.batch_positions(max_lengths, int(max_lengths.max()), source, "decoder")
+    if pos.dim() == 2:  # per example: its k hypotheses share its positions
+        pos = pos.repeat_interleave(k, 0)
     scores = torch.full((b, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # one live hypothesis at first
     tokens = torch.full((b * k, 1), BOS, dtype=torch.long, device=device)
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
     cache: KVCache = {}
     for step in range(int(max_lengths.max())):
-        log_probs = model.decode(tokens[:, -1:], pos[step : step + 1], cache, memory)[:, -1].log_softmax(-1)  # [b*k, V]
+        log_probs = model.decode(tokens[:, -1:], pos[..., step : step + 1], cache, memory)[:, -1].log_softmax(-1)  # [b*k, V]
         vocab = log_probs.shape[-1]
         candidates = (scores.view(b * k, 1) + log_probs).view(b, k * vocab)
         scores, flat = candidates.topk(k, dim=-1)  # [b, k]
@@ -146,18 +156,22 @@ def beam_search(model: Transformer, source: Tensor, max_lengths: Tensor, beam_si
     return [max(f)[1] if f else [] for f in finished]
 
 
-def generate(model: Transformer, source: Tensor, config: DecodingConfig) -> list[list[int]]:
-    """An encoder-decoder's outputs for ``source`` ``[b, s_s]`` (right-padded) under ``config``."""
-    source_lengths = (source != PAD).sum(1)
-    max_lengths = torch.tensor([config.max_output_length(int(n)) for n in source_lengths], device=source.device)
+def generate(model: Transformer, source: Tensor, config: DecodingConfig, max_lengths: Tensor | None = None) -> list[list[int]]:
+    """An encoder-decoder's outputs for ``source`` ``[b, s_s]`` (right-padded) under ``config``,
+    each at most ``max_lengths`` ``[b]`` tokens (default: ``config``'s cap of its source)."""
+    if max_lengths is None:
+        max_lengths = torch.tensor([config.max_output_length(int(n)) for n in (source != PAD).sum(1)], device=source.device)
     if config.strategy == "beam":
         return beam_search(model, source, max_lengths, config.beam_size, config.length_penalty)
     bos = torch.full((source.shape[0], 1), BOS, dtype=torch.long, device=source.device)
-    return greedy(model, bos, torch.ones_like(max_lengths), max_lengths, model.encode(source))
+    return greedy(model, bos, torch.ones_like(max_lengths), max_lengths, model.encode(source), source)
 
 
-def continue_prompts(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, config: DecodingConfig) -> list[list[int]]:
+def continue_prompts(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, config: DecodingConfig,
+                     max_lengths: Tensor | None = None) -> list[list[int]]:
     """A decoder-only model's greedy outputs after ``prompts`` ``[b, P]`` (``BOS source SEP``,
-    right-padded), capped by the source length (SEP counted as its end marker)."""
-    max_lengths = torch.tensor([config.max_output_length(int(n) - 1) for n in prompt_lengths], device=prompts.device)
+    right-padded), each at most ``max_lengths`` ``[b]`` tokens (default: ``config``'s cap of the
+    source length, SEP counted as its end marker)."""
+    if max_lengths is None:
+        max_lengths = torch.tensor([config.max_output_length(int(n) - 1) for n in prompt_lengths], device=prompts.device)
     return greedy(model, prompts, prompt_lengths, max_lengths)

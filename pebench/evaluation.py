@@ -58,11 +58,13 @@ def seeded(seed: str, device: torch.device):
 @dataclass
 class Outputs:
     """A model's outputs for a list of examples, in their order: token ids up to and including
-    EOS (``tokens``), the decoding wall seconds and the tokens read and generated."""
+    EOS (``tokens``), the decoding wall seconds, the tokens read and generated, and how many
+    outputs stopped at the decoding cap without EOS (``capped``; 0 for one-pass outputs)."""
 
     tokens: list[list[int]]
     seconds: float
     processed: int
+    capped: int = 0
 
 
 @torch.no_grad()
@@ -75,7 +77,7 @@ def predict(model: Transformer, protocol: Protocol, examples: list[Example], dev
     model.eval()
     order = sorted(range(len(examples)), key=lambda i: len(examples[i].source))
     tokens: list[list[int]] = [[] for _ in examples]
-    seconds, processed = 0.0, 0
+    seconds, processed, capped = 0.0, 0, 0
     size = protocol.training.eval_batch_size
     for start in range(0, len(order), size):
         chunk = order[start : start + size]
@@ -86,10 +88,13 @@ def predict(model: Transformer, protocol: Protocol, examples: list[Example], dev
             generated, read = _outputs(model, protocol, batch, device)
         sync_device(device)
         seconds += time.perf_counter() - tick
-        processed += read + (sum(map(len, generated)) if protocol.model.architecture != "encoder" else 0)
+        processed += read
+        if protocol.model.architecture != "encoder":
+            processed += sum(map(len, generated))
+            capped += sum(EOS not in ids and len(ids) >= protocol.output_cap(e) for ids, e in zip(generated, batch))
         for i, ids in zip(chunk, generated):
             tokens[i] = ids
-    return Outputs(tokens, seconds, processed)
+    return Outputs(tokens, seconds, processed, capped)
 
 
 def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], device: torch.device) -> tuple[list[list[int]], int]:
@@ -97,18 +102,19 @@ def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], devic
     architecture = protocol.model.architecture
     if architecture == "encoder":
         return one_pass(model, batch, device), sum(len(e.source) + e.slots for e in batch)
+    caps = torch.tensor([protocol.output_cap(e) for e in batch], device=device)
     if architecture == "decoder":
         prompt, lengths = prompts(batch)
-        return continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding), int(lengths.sum())
+        return continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding, caps), int(lengths.sum())
     source = pack(batch, architecture).source.to(device)
-    return generate(model, source, protocol.decoding), int((source != PAD).sum())
+    return generate(model, source, protocol.decoding, caps), int((source != PAD).sum())
 
 
 def one_pass(model: Transformer, examples: list[Example], device: torch.device) -> list[list[int]]:
     """An encoder-only model's outputs: the argmax at each example's slots, as many as its
     target tokens (the slots after an end token are not scored)."""
     batch = pack(examples, "encoder").to(device)
-    predicted = model(batch.tokens).argmax(-1).tolist()
+    predicted = model(batch.tokens, identity=batch.identity).argmax(-1).tolist()
     return [row[len(e.source) : len(e.source) + len(target_tokens(e, "encoder"))] for row, e in zip(predicted, examples)]
 
 
@@ -121,7 +127,7 @@ def teacher_forced_accuracy(model: Transformer, protocol: Protocol, examples: li
     for start in range(0, len(examples), size):
         batch = pack(examples[start : start + size], protocol.model.architecture).to(device)
         with autocast(device):
-            predictions = model(batch.tokens, batch.source).argmax(-1)
+            predictions = model(batch.tokens, batch.source, batch.identity).argmax(-1)
         scored = batch.labels != IGNORE
         hits = ((predictions == batch.labels) & scored).sum(1)
         accuracies += (hits / scored.sum(1)).tolist()
@@ -222,6 +228,8 @@ def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, i
         return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
     entry.update(metrics=scorer.pooled(examples, scored), eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
                  lengths=scorer.per_length(examples, scored), samples=_samples(protocol, examples, outputs))
+    if protocol.model.architecture != "encoder":  # outputs that stopped at the decoding cap, without EOS
+        entry["capped"] = outputs.capped
     return entry, scored
 
 

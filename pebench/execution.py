@@ -26,7 +26,7 @@ from .data import DataNotFoundError
 from .distributed import Distributed
 from .protocol import Protocol, resolve
 from .records import git_commit, json_safe, new_record, record_path, write_record
-from .registry import ENCODINGS, PluginConflictError, UnknownNameError, origin
+from .registry import ENCODINGS, PluginConflictError, UnknownNameError, origin, plugin
 from .train import RunSetup, run, set_up
 
 BAD_INPUT = (UnknownNameError, PluginConflictError, ValueError, TypeError, RuntimeError, DataNotFoundError)
@@ -54,13 +54,18 @@ class Planned:
 
     def matches(self, record: dict) -> bool:
         """True when ``record`` was made from these resolved cards (the plugin's defaults
-        included, so a changed default makes the record stale). Descriptions and references are
-        prose and do not count, nor does the spelling of the overrides."""
-        return _behaviour(record.get("task", {})) == _behaviour(self.task) and _behaviour(record.get("encoding", {})) == _behaviour(self.encoding)
+        included, so a changed default makes the record stale) by the encoding plugin's current
+        ``revision`` (a record without one: revision 1). Descriptions and references are prose
+        and do not count, nor does the spelling of the overrides."""
+        revision = plugin(ENCODINGS, self.encoding["plugin"]).revision
+        return (_behaviour(record.get("task", {})) == _behaviour(self.task) and _behaviour(record.get("encoding", {})) == _behaviour(self.encoding)
+                and record.get("plugin", {}).get("revision", 1) == revision)
 
     def new_record(self) -> dict:
         """The header of this run's record."""
-        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, origin(ENCODINGS, self.encoding["plugin"]))
+        revision = plugin(ENCODINGS, self.encoding["plugin"]).revision
+        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings,
+                          {**origin(ENCODINGS, self.encoding["plugin"]), "revision": revision})
 
 
 PROSE = ("description", "reference", "suite")  # a card's words about itself: they change no result

@@ -14,7 +14,9 @@ Padding is on the right and token id 0. Padded keys never receive weight from a 
 causal self-attention they lie in its future; encoder and cross-attention mask them); every
 query row keeps at least one allowed key (position 0 is never padding, and causal rows see
 themselves), so no row is NaN and an example's outputs do not depend on the longer examples
-batched with it.
+batched with it. Positions come from the encoding's ``batch_positions``: ``[s]`` shared by the
+batch, or ``[b, s]`` drawn for each example (randomized), which every position tensor below may
+be.
 Shapes: b batch, s sequence (s_s source, s_t target), d model width, V vocabulary.
 """
 
@@ -67,8 +69,8 @@ class ModelConfig:
 
 @dataclass
 class Memory:
-    """The encoder's output for cross-attention: states ``[b, s_s, d]``, positions ``[s_s]``,
-    allowed keys ``[b, 1, 1, s_s]`` (False at padding)."""
+    """The encoder's output for cross-attention: states ``[b, s_s, d]``, positions ``[s_s]`` (or
+    ``[b, s_s]``), allowed keys ``[b, 1, 1, s_s]`` (False at padding)."""
 
     states: Tensor
     pos: Tensor
@@ -76,10 +78,11 @@ class Memory:
 
     def select(self, index: Tensor) -> Memory:
         """The rows ``index`` of the batch (beam search expands and reorders with it)."""
-        return Memory(self.states.index_select(0, index), self.pos, self.allowed.index_select(0, index))
+        pos = self.pos.index_select(0, index) if self.pos.dim() == 2 else self.pos
+        return Memory(self.states.index_select(0, index), pos, self.allowed.index_select(0, index))
 
 
-KVCache = dict  # Site -> {"k": [b, h, s, d_h], "v": [b, h, s, d_h], "pos": [s]}; see Transformer.decode
+KVCache = dict  # Site -> {"k": [b, h, s, d_h], "v": [b, h, s, d_h], "pos": [s] or [b, s]}; see Transformer.decode
 
 
 class Attention(nn.Module):
@@ -109,7 +112,7 @@ class Attention(nn.Module):
             k, v = kv.view(b, memory.shape[1], 2, self.n_heads, -1).permute(2, 0, 3, 1, 4)  # 2 x [b, h, s_k, d_h]
             k, v = encoding.project_key_value(k, v, k_pos, self.site)
             if entry is not None:  # self-attention: append the new tokens
-                k, v, k_pos = torch.cat((entry["k"], k), 2), torch.cat((entry["v"], v), 2), torch.cat((entry["pos"], k_pos))
+                k, v, k_pos = torch.cat((entry["k"], k), 2), torch.cat((entry["v"], v), 2), torch.cat((entry["pos"], k_pos), -1)
             if cache is not None:
                 cache[self.site] = {"k": k, "v": v, "pos": k_pos}
         out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site)  # [b, h, s_q, d_h]
@@ -188,24 +191,29 @@ class Transformer(nn.Module):
         self.decoder = nn.ModuleList(Block(config, "decoder", i, encoder_decoder) for i in range(config.n_layers)) if has_decoder else None
         self.decoder_norm = nn.LayerNorm(config.d_model) if has_decoder else None
 
-    def forward(self, tokens: Tensor, source: Tensor | None = None) -> Tensor:
+    def forward(self, tokens: Tensor, source: Tensor | None = None, identity: Tensor | None = None) -> Tensor:
         """Logits for whole sequences (training, teacher-forced evaluation, one-pass outputs).
 
         Args:
             tokens: decoder input ``[b, s_t]`` long, right-padded with 0 (the encoder-only
                 model's whole input: the source and its placeholders).
             source: encoder input ``[b, s_s]`` (encoder-decoder only), right-padded with 0.
+            identity: ``[b, *]`` rows identifying each example (:attr:`Batch.identity
+                <pebench.batching.Batch.identity>`: its source or prompt), from which an
+                encoding that draws positions at evaluation seeds each example's draw; default
+                ``source``, else ``tokens``.
         Returns:
             ``[b, s_t, V]`` logits; row i predicts token i + 1 (encoder-only: token i).
         Raises:
             PositionLimitError: if the encoding cannot represent the sequence length.
         """
+        identity = identity if identity is not None else source if source is not None else tokens
         if self.decoder is None:  # encoder-only: bidirectional, padded keys masked
-            pos = self.encoding.positions(tokens.shape[1], tokens.device)
+            pos = self.positions(tokens, identity)
             self.encoding.prepare(tokens.shape[1], tokens.device)
             return self._encode(tokens, pos).states @ self.embedding.weight.T  # [b, s, V]
-        pos = self.encoding.positions(tokens.shape[1], tokens.device)
-        source_pos = self.encoding.positions(source.shape[1], tokens.device) if source is not None else pos
+        pos = self.positions(tokens, identity)
+        source_pos = self.positions(source, identity, "encoder") if source is not None else pos
         # once per pass, from the lengths alone (read on the host: no device sync)
         self.encoding.prepare(max(tokens.shape[1], source.shape[1] if source is not None else 0), tokens.device)
         memory = self._encode(source, source_pos) if source is not None else None
@@ -215,24 +223,45 @@ class Transformer(nn.Module):
         allowed = causal_mask(tokens.shape[1], tokens.device)  # [1, 1, s_t, s_t]
         return self._decode(tokens, pos, allowed, memory, None)
 
+    def positions(self, tokens: Tensor, identity: Tensor | None = None, stack: str | None = None) -> Tensor:
+        """The positions a forward pass gives ``tokens`` ``[b, s]`` (right-padded): ``[s]`` or
+        ``[b, s]`` (:meth:`PositionalEncoding.batch_positions`). ``identity``: rows that identify
+        each example (default: ``tokens``; see :meth:`forward`); ``stack``: default the
+        decoder's, or the encoder's in an encoder-only model.
+
+        Raises:
+            PositionLimitError: if the encoding cannot represent ``s`` positions.
+        """
+        stack = stack or ("encoder" if self.decoder is None else "decoder")
+        identity = tokens if identity is None else identity
+        return self.encoding.batch_positions((tokens != PAD).sum(1), tokens.shape[1], identity, stack)
+
     def encode(self, source: Tensor) -> Memory:
         """The encoder's output for incremental decoding. source: ``[b, s_s]``."""
-        pos = self.encoding.positions(source.shape[1], source.device)
+        pos = self.positions(source, source, "encoder")
         self.encoding.prepare(source.shape[1], source.device)
         return self._encode(source, pos)
 
     def decode(self, tokens: Tensor, pos: Tensor, cache: KVCache, memory: Memory | None = None) -> Tensor:
         """Incremental decoding: logits ``[b, s_new, V]`` for ``tokens`` ``[b, s_new]`` at the
-        positions ``pos`` ``[s_new]``, attending to the keys and values of earlier calls kept in
-        ``cache`` (pass an empty dict first, then the same dict; reorder its tensors along the
-        batch for beam search). The caller draws the positions of the whole decoded sequence once
-        (``encoding.positions(longest)``) and passes each call its slice, so that an encoding with
-        random positions gives cached keys and later queries one consistent draw. Every decoder
-        token is real: no padding mask."""
-        self.encoding.prepare(int(pos.max()) + 1, tokens.device)
+        positions ``pos`` ``[s_new]`` or ``[b, s_new]``, attending to the keys and values of
+        earlier calls kept in ``cache`` (pass an empty dict first, then the same dict; reorder its
+        tensors along the batch for beam search). The caller draws the positions of the whole
+        decoded sequence once (``encoding.batch_positions`` of the longest each row can reach)
+        and passes each call its slice, so that an encoding with random positions gives cached
+        keys and later queries one consistent draw. Every decoder token is real: no padding mask;
+        token i of the sequence attends to tokens 0..i.
+
+        Raises:
+            PositionLimitError: if a position is beyond the encoding's ``max_positions``.
+        """
+        bound = int(pos.max()) + 1
+        self.encoding.check_length(bound)
+        self.encoding.prepare(bound, tokens.device)
         first = Site("decoder", 0, "self")
-        past = cache[first]["pos"] if first in cache else pos[:0]
-        allowed = (torch.cat((past, pos))[None, :] <= pos[:, None])[None, None]  # [1, 1, s_new, start + s_new]
+        start = cache[first]["k"].shape[2] if first in cache else 0
+        keys = torch.arange(start + tokens.shape[1], device=tokens.device)
+        allowed = (keys[None, :] <= keys[start:, None])[None, None]  # [1, 1, s_new, start + s_new]
         return self._decode(tokens, pos, allowed, memory, cache)
 
     def _encode(self, source: Tensor, pos: Tensor) -> Memory:

@@ -66,9 +66,10 @@ def token_losses(model: Transformer, tokens: list[int], length: int, stride: int
         inputs = max(n for _, n, _ in group)
         batch = torch.zeros(len(group), inputs, dtype=torch.long)
         for row, (start, n, _) in enumerate(group):
-            batch[row, :n] = text[start : start + n]
+            batch[row, :n] = text[start : start + n] + FIRST_SYMBOL
+        identity = torch.tensor([[start + 1] for start, _, _ in group])  # a window is known by where it starts (never 0: padding)
         with autocast(device):
-            logits = model((batch + FIRST_SYMBOL).to(device)).float()  # [b, N, V]
+            logits = model(batch.to(device), identity=identity.to(device)).float()  # [b, N, V]
         log_probs = nn.functional.log_softmax(logits, dim=-1).cpu()
         for row, (start, n, scored_from) in enumerate(group):
             targets = text[start + 1 : start + n + 1] + FIRST_SYMBOL

@@ -156,10 +156,40 @@ class Protocol:
         encoder-decoder; the source and its output slots in an encoder-only model."""
         if self.model.architecture == "encoder":  # one pass: no output cap
             return packed_length(example, "encoder")
-        cap = self.decoding.max_output_length(len(example.source) + 1)  # the source's end marker counts
+        cap = self.output_cap(example)
         if self.model.architecture == "decoder":
             return len(example.source) + 2 + cap
         return max(packed_length(example, self.model.architecture), cap + 1)
+
+    def output_cap(self, example: Example) -> int:
+        """The most tokens (EOS included) decoding may generate for ``example``: the card's
+        ``ceil(max_length_a * (source + 1) + max_length_b)`` (fairseq's cap, the source's end
+        marker counted), raised where needed to the longest gold output the task can produce at
+        the example's length (:meth:`Task.longest_tokens`, plus EOS), so that a right answer
+        always fits. Text tasks (BLEU, chrF) keep the card's cap: free generation, whose capped
+        outputs the record counts."""
+        cap = self.decoding.max_output_length(len(example.source) + 1)
+        return cap if self.text else max(cap, self.task.longest_tokens(example.length)[1] + 1)
+
+    def check_output_caps(self, sets: dict[str, list[Example]]) -> None:
+        """Refuse, before training, a task whose decoding cap is below a gold output. ``sets``:
+        examples by the name of their set (a bucket's label, "validation").
+
+        Raises:
+            ValueError: naming the task, the set, the example's length, its gold output's
+                tokens and the cap, for the first example whose target and EOS do not fit
+                (a task whose ``longest_tokens`` understates its outputs).
+        """
+        if self.model.architecture == "encoder" or self.text:  # one pass; free generation
+            return
+        for name, examples in sets.items():
+            for example in examples:
+                gold, cap = len(example.target) + 1, self.output_cap(example)
+                if gold > cap:
+                    raise ValueError(f"task '{self.name}': a gold output at length {example.length} ({name}) has {gold} tokens "
+                                     f"with EOS, but decoding stops at {cap}; no model could score on it. Raise the cap "
+                                     f"(--set decoding.max_length_a=... / decoding.max_length_b=...) or make the task's "
+                                     f"longest_tokens({example.length}) cover its outputs")
 
 
 SECTION_KEYS = {

@@ -68,7 +68,8 @@ def json_safe(value):
 def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict, plugin: dict) -> dict:
     """The header of a run record; the run fills in the rest. ``overrides`` are the user's
     ``--set`` words as given, ``settings`` what they changed (the configuration's identity),
-    ``plugin`` the package that provides the encoding and its version."""
+    ``plugin`` the package that provides the encoding, its version and the plugin's
+    ``revision``."""
     return {
         "schema": SCHEMA_VERSION,
         "protocol": PROTOCOL_VERSION,

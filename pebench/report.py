@@ -220,6 +220,10 @@ def render(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.Da
         if index:
             shown = shown.drop(columns=[c for c in ("rank", "learned ID", "steps") if c in shown])
         parts.append(f"{_title(name, table, runs, metric)}{'; ' + speed if index == 0 else ''}\n\n{_table(shown, table_format)}\n")
+    capped = table.capped.merge(runs[["run", "encoding", "seed"]], on="run")
+    if not capped.empty:
+        counts = "; ".join(f"{row.encoding} seed {row.seed}, bucket {row.bucket}: {row.capped}" for row in capped.itertuples())
+        parts.append(f"outputs that stopped at the decoding cap without EOS (counted as generated): {counts}\n")
     return "\n".join(parts)
 
 

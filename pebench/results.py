@@ -1,6 +1,6 @@
 """Run records as tables (pandas), the shape the report and users work with.
 
-:func:`tables` turns records into five frames, keyed by ``run`` (``task/encoding/seed<k>``, with
+:func:`tables` turns records into six frames, keyed by ``run`` (``task/encoding/seed<k>``, with
 ``@<hash>`` for a configuration of other settings):
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
@@ -11,7 +11,9 @@
 - ``lengths``: one row per (run, length, metric), protocol 2 only;
 - ``positions``: language models' mean loss by position in the window, per (run, length);
 - ``curves``: the training curve of each run (step, mean training loss, validation score of the
-  primary metric).
+  primary metric);
+- ``capped``: per (run, bucket), the outputs that stopped at the decoding cap without EOS, where
+  there were any.
 
 Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`)
 is labelled ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets,
@@ -39,6 +41,7 @@ class Tables:
     lengths: pd.DataFrame
     positions: pd.DataFrame  # language models: (run, length, position, loss), the mean NLL by position bin
     curves: pd.DataFrame  # (run, step, loss, validation): the training curve, the primary metric's validation score
+    capped: pd.DataFrame  # (run, bucket, capped): outputs stopped at the decoding cap without EOS, where not 0
 
 
 def _settings(record: dict) -> dict:
@@ -68,8 +71,8 @@ def protocol_of(record: dict) -> int:
 
 
 def tables(records: list[dict]) -> Tables:
-    """The five frames of the successful records among ``records`` (see the module docstring)."""
-    runs, scores, lengths, positions, curves = [], [], [], [], []
+    """The six frames of the successful records among ``records`` (see the module docstring)."""
+    runs, scores, lengths, positions, curves, capped = [], [], [], [], [], []
     for record in records:
         if record.get("status") != "ok":
             continue
@@ -82,13 +85,16 @@ def tables(records: list[dict]) -> Tables:
                     for bucket in record["buckets"] for entry in bucket.get("lengths", []) for name, value in entry["metrics"].items()]
         positions += [{"run": run, "length": bucket["hi"], "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
                       for bucket in record["buckets"] for piece in bucket.get("loss_by_position", [])]
+        capped += [{"run": run, "bucket": bucket["bucket"], "capped": bucket["capped"]} for bucket in record["buckets"] if bucket.get("capped")]
         primary = record["task"]["metrics"]["primary"]
         curves += [{"run": run, "step": point["step"], "loss": point["loss"], "validation": point["validation"].get(primary)}
                    for point in record["training"].get("curve", [])]
     columns = {"scores": ["run", "where", "order", "lo", "hi", "metric", "value"], "lengths": ["run", "bucket", "length", "n", "metric", "value"],
-               "positions": ["run", "length", "position", "loss"], "curves": ["run", "step", "loss", "validation"]}
+               "positions": ["run", "length", "position", "loss"], "curves": ["run", "step", "loss", "validation"],
+               "capped": ["run", "bucket", "capped"]}
     return Tables(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in
-                    (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves))))
+                    (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves),
+                     ("capped", capped))))
 
 
 def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:

@@ -7,7 +7,8 @@ record is looked up:
 
 - *done*: a complete record made from the same cards and overrides; skipped;
 - *failed*: a failed record of the same cards; skipped unless ``--retry-failed``;
-- *stale*: a record made from other cards (a card changed since); run again, replacing it;
+- *stale*: a record made from other cards (a card changed since), or by an older ``revision``
+  of its encoding plugin; run again, replacing it;
 - *missing* (or unreadable): run.
 
 A run that fails is recorded as failed with its error and the sweep goes on. Records are

@@ -10,8 +10,8 @@ raises AssertionError naming the property that broke:
 - ``batch_independence``: an example's outputs do not depend on the other examples of its batch
   (the same example beside other examples of its length);
 - ``padding_invariance``: an example alone and the same example padded in a longer batch give
-  the same outputs (skipped for encodings that draw random positions at evaluation, whose
-  positions depend on the batch's length by design);
+  the same outputs (an encoding that draws positions at evaluation draws them from the same
+  seed in both, so each example must get its own draw, not its batch's);
 - ``cached_decoding``: decoding token by token with cached keys and values gives the logits of
   a full forward pass over the same positions;
 - ``max_positions``: an encoding with ``max_positions`` refuses one position more with
@@ -86,7 +86,7 @@ def _close(value: torch.Tensor, reference: torch.Tensor, what: str) -> None:
 def _forward(model: Transformer, examples: list[Example], architecture: str) -> torch.Tensor:
     batch = pack(examples, architecture)
     with torch.no_grad(), seeded("pebench.testing", torch.device("cpu")):
-        return model(batch.tokens, batch.source)
+        return model(batch.tokens, batch.source, batch.identity)
 
 
 def finite_gradients(cls, params, architecture) -> None:
@@ -106,10 +106,11 @@ def causality(cls, params, architecture) -> None:
     changed = tokens.clone()
     changed[:, 7:] = (changed[:, 7:] - 3) % (VOCAB - 4) + 4  # other tokens from position 7 on
     source = torch.randint(4, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1)) if architecture == "encoder_decoder" else None
+    identity = tokens[:, :7]  # the example is the same one: what it has before position 7 (its prompt)
     with torch.no_grad(), seeded("causality", torch.device("cpu")):
-        before = model(tokens, source)
+        before = model(tokens, source, identity)
     with torch.no_grad(), seeded("causality", torch.device("cpu")):
-        after = model(changed, source)
+        after = model(changed, source, identity)
     _close(after[:, :7], before[:, :7], "outputs at positions 0-6 after changing tokens 7-11 (the future leaks into the past)")
 
 
@@ -141,12 +142,12 @@ def cached_decoding(cls, params, architecture) -> None:
     with torch.no_grad(), seeded("cached", torch.device("cpu")):
         full = model(tokens, source)
     with torch.no_grad(), seeded("cached", torch.device("cpu")):  # random positions: drawn in the forward pass's order
-        pos = model.encoding.positions(tokens.shape[1], torch.device("cpu"))
+        pos = model.positions(tokens, source)
         if source is not None:
             memory = model.encode(source)
         cache, first = {}, 3
-        pieces = [model.decode(tokens[:, :first], pos[:first], cache, memory)]
-        pieces += [model.decode(tokens[:, i : i + 1], pos[i : i + 1], cache, memory) for i in range(first, tokens.shape[1])]
+        pieces = [model.decode(tokens[:, :first], pos[..., :first], cache, memory)]
+        pieces += [model.decode(tokens[:, i : i + 1], pos[..., i : i + 1], cache, memory) for i in range(first, tokens.shape[1])]
     _close(torch.cat(pieces, 1), full, "logits of cached decoding and of a full forward pass over the same positions")
 
 
@@ -167,24 +168,16 @@ def max_positions(cls, params, architecture) -> None:
 CHECKS = {f.__name__: f for f in (finite_gradients, causality, batch_independence, padding_invariance, cached_decoding, max_positions)}
 
 
-def _draws_at_evaluation(cls, params) -> bool:
-    """Whether the encoding's evaluation positions are random (two draws of one length differ)."""
-    encoding = _model(cls, params, "decoder").encoding.eval()
-    return not torch.equal(encoding.positions(30, torch.device("cpu")), encoding.positions(30, torch.device("cpu")))
-
-
 def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[str, ...] = ARCHITECTURES) -> list[Check]:
     """Every check of the kit for the plugin class ``cls`` built with ``params``, per
     architecture: decoder-only, encoder-decoder and encoder-only (``causality`` in the
     decoder-only one, where attention is causal; no ``cached_decoding`` in the encoder-only one,
     which outputs in one pass)."""
     params = dict(params or {})
-    random_positions = _draws_at_evaluation(cls, params)
     found = []
     for name, check in CHECKS.items():
         for architecture in architectures:
-            if ((name == "causality" and architecture != "decoder") or (name == "padding_invariance" and random_positions)
-                    or (name == "cached_decoding" and architecture == "encoder")):  # one pass: nothing is decoded
+            if (name == "causality" and architecture != "decoder") or (name == "cached_decoding" and architecture == "encoder"):  # one pass: nothing is decoded
                 continue
             found.append(Check(name, architecture, lambda check=check, architecture=architecture: check(cls, params, architecture)))
     return found

@@ -257,13 +257,15 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     a bad card can break fails here, before any training.
 
     Raises:
-        ValueError: an empty bucket or validation set, or a bad encoding param; TypeError: a
+        ValueError: an empty bucket or validation set, a decoding cap below a gold output, or
+        a bad encoding param; TypeError: a
         param of the wrong type; PositionLimitError: an encoding that cannot represent the
         training lengths or the validation set's outputs.
     """
     torch.manual_seed(seed)
     sets = protocol.evaluation_sets()
     validation = protocol.validation_set()
+    protocol.check_output_caps({**{f"bucket {bucket.label}": examples for bucket, examples in sets.items()}, "validation": validation})
     train_length = protocol.train_length()
     if protocol.language_model:  # windows of every evaluation length; the validation text at the training length
         longest, validated = max(bucket.hi for bucket in protocol.buckets), train_length

@@ -5,11 +5,16 @@ import math
 import random
 
 import pytest
+import torch
 
-from pebench.batching import EOS, FIRST_SYMBOL, IGNORE, PLACEHOLDER, pack, target_tokens
-from pebench.cards import task_card, task_cards
+from pebench.batching import BOS, EOS, FIRST_SYMBOL, IGNORE, PLACEHOLDER, SEP, pack, target_tokens
+from pebench.cards import encoding_card, task_card, task_cards, with_plugin_defaults
+from pebench.encodings.nope import NoPE
+from pebench.evaluation import evaluate
+from pebench.model import ModelConfig
 from pebench.protocol import resolve
 from pebench.tasks import chomsky
+from pebench.train import set_up
 
 SUITE = [name for name, card in task_cards().items() if card.get("suite") == "chomsky"]
 
@@ -133,3 +138,65 @@ def test_the_one_pass_format_marks_the_end_token_and_masks_what_follows():
 
 def test_the_suite_has_the_papers_fifteen_tasks_with_their_levels():
     assert sorted(SUITE) == sorted(name for names in chomsky.FAMILIES.values() for name in names) and len(SUITE) == 15
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_the_longest_output_bounds_every_sample_and_is_reached(name):
+    # Hand-stated bounds (chomsky.py): one class 1, duplicate_string 2n, compute_sqrt ceil(n/2),
+    # the others n; every sampled output fits, and some output reaches the bound at a length.
+    tasks = task(name)
+    rng, reached = random.Random(3), False
+    for length in range(1, 41):
+        longest_source, longest_target = tasks.longest_tokens(length)
+        targets = [len(tasks.sample(rng, length).target) for _ in range(60)]
+        assert max(targets) <= longest_target, f"{name} at {length}: an output of {max(targets)} > {longest_target}"
+        reached |= max(targets) == longest_target
+    assert reached
+
+
+class CorrectNextToken(torch.nn.Module):
+    """A stand-in decoder-only model that always emits the correct next token: it looks the
+    prompt (``BOS source SEP``) up among the examples it was given and continues with their
+    target and EOS. Driven through pebench's greedy decoding with its caps."""
+
+    def __init__(self, examples):
+        super().__init__()
+        self.encoding = NoPE(ModelConfig().geometry(8))
+        self.gold = {(BOS, *(s + FIRST_SYMBOL for s in e.source), SEP): target_tokens(e, "decoder") for e in examples}
+        self.vocab = FIRST_SYMBOL + 8
+
+    def decode(self, tokens, pos, cache, memory=None):
+        rows = cache["rows"] = [old + new for old, new in zip(cache.get("rows", [[]] * len(tokens)), tokens.tolist())]
+        logits = torch.zeros(len(rows), tokens.shape[1], self.vocab)
+        for i, row in enumerate(rows):
+            if SEP in row:  # past its prompt: the next token of its gold output
+                prompt, written = tuple(row[: row.index(SEP) + 1]), row[row.index(SEP) + 1 :]
+                gold = self.gold[prompt]
+                logits[i, -1, gold[len(written)] if len(written) < len(gold) else EOS] = 1.0
+        return logits
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_the_correct_next_token_scores_one_on_every_task_in_decoder_format(name):
+    # The decoding cap never stops a right answer: duplicate_string's 2n + 1 tokens exceed the
+    # card's default cap 1.5 (n + 1) + 10 from n = 23 on (the cap comes from the task now).
+    card = task_card(name)
+    card["model"]["architecture"] = "decoder"
+    card["split"]["eval_examples"] = 1  # per length
+    protocol = resolve(card)
+    sets = protocol.evaluation_sets()
+    protocol.check_output_caps({bucket.label: examples for bucket, examples in sets.items()})
+    model = CorrectNextToken([e for examples in sets.values() for e in examples])
+    entries, scores = evaluate(model, protocol, sets, torch.device("cpu"))
+    assert scores["ID"] == scores["OOD"] == {"sequence_accuracy": 1.0, "exact_match": 1.0}
+    assert all(entry["capped"] == 0 for entry in entries)
+
+
+def test_a_decoding_cap_below_a_gold_output_is_refused_before_training(monkeypatch):
+    monkeypatch.setattr(chomsky.DuplicateString, "longest_output", lambda self, length: length)  # understated: n, not 2n
+    card = task_card("duplicate_string")
+    card["model"]["architecture"] = "decoder"
+    protocol = resolve(card)
+    with pytest.raises(ValueError, match=r"task 'duplicate_string': a gold output at length 23 \(bucket 1-40\) has 47 tokens with EOS, "
+                                         r"but decoding stops at 46; no model could score on it"):
+        set_up(protocol, with_plugin_defaults(encoding_card("nope")), seed=0)

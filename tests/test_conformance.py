@@ -6,15 +6,30 @@ import torch
 
 import pebench.testing
 from pebench import PositionalEncoding
+from pebench.cards import encoding_cards
 from pebench.registry import ENCODINGS, plugins
 
 BUILT_IN = [(name, check) for name, cls in sorted(plugins(ENCODINGS).items()) if cls.__module__.startswith("pebench.")
             for check in pebench.testing.checks(cls)]
+# the randomized cards draw positions at evaluation: padding_invariance and batch_independence
+# hold them to one draw per example, at each card's own base
+RANDOMIZED_CARDS = [(name, check) for name, card in sorted(encoding_cards().items()) if card["plugin"] == "randomized"
+                    for check in pebench.testing.checks(plugins(ENCODINGS)["randomized"], card["params"])]
 
 
 @pytest.mark.parametrize("name, check", BUILT_IN, ids=[f"{name}-{check}" for name, check in BUILT_IN])
 def test_every_built_in_encoding_passes_the_kit(name, check):
     check()
+
+
+@pytest.mark.parametrize("name, check", RANDOMIZED_CARDS, ids=[f"{name}-{check}" for name, check in RANDOMIZED_CARDS])
+def test_the_randomized_cards_pass_the_whole_kit(name, check):
+    check()
+
+
+def test_the_randomized_cards_are_held_to_padding_invariance():
+    assert {"randomized", "randomized_sinusoidal"} <= {name for name, _ in RANDOMIZED_CARDS}
+    assert all(any(c.name == "padding_invariance" for n, c in RANDOMIZED_CARDS if n == name) for name in ("randomized", "randomized_sinusoidal"))
 
 
 class PeeksAhead(PositionalEncoding):

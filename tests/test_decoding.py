@@ -31,7 +31,7 @@ def test_cached_decoding_matches_full_recomputation(encoding):
         pos = model.encoding.positions(12)
         memory = model.encode(source)
         for step in range(12):
-            step_logits = model.decode(tokens[:, -1:], pos[step : step + 1], cache, memory)[:, -1]
+            step_logits = model.decode(tokens[:, -1:], pos[..., step : step + 1], cache, memory)[:, -1]
             logits.append(step_logits)
             tokens = torch.cat((tokens, step_logits.argmax(-1)[:, None]), dim=1)
         full = model(tokens[:, :-1], source)
@@ -99,23 +99,26 @@ def test_beam_of_one_is_greedy_and_wider_beams_score_at_least_as_well():
     assert len(outputs) == 4 and all(len(o) <= 8 for o in outputs)
 
 
-def test_randomized_positions_are_drawn_once_per_decoded_batch_and_match_full_recomputation():
+def test_randomized_positions_are_drawn_once_per_decoded_example_and_match_full_recomputation():
     model = build("randomized", max_length=40).eval()  # eval_positions "random", as published
-    draws, positions = [], model.encoding.positions
+    draws, batch_positions = [], model.encoding.batch_positions
 
-    def recording(length, device=None):
-        draws.append(positions(length, device))
+    def recording(*args):
+        draws.append(batch_positions(*args))
         return draws[-1]
 
-    model.encoding.positions = recording
+    model.encoding.batch_positions = recording
     prompts, lengths = torch.tensor([[BOS, 5, 6, SEP], [BOS, 7, SEP, PAD]]), torch.tensor([4, 3])
     with torch.no_grad(), seeded("test", torch.device("cpu")):
         outputs = continue_prompts(model, prompts, lengths, DecodingConfig(max_length_a=0, max_length_b=5))
-    [draw] = draws  # one draw covers every prompt and output of the batch
-    assert torch.all(draw[1:] > draw[:-1]) and draw.min() >= 0 and draw.max() < model.encoding.max_position
-    for row, (prompt, n) in enumerate(zip(prompts.tolist(), lengths.tolist())):
-        sequence = torch.tensor([prompt[:n] + outputs[row][:-1]])
-        model.encoding.positions = lambda length, device=None: draw[:length]  # the same draw, recomputed whole
+    [draw] = draws  # one draw covers every prompt and output of the batch: a row per example
+    for row, n in enumerate(lengths.tolist()):
+        reach = n + 5  # its prompt and its output cap
+        own = draw[row, :reach]
+        assert torch.all(own[1:] > own[:-1]) and own.min() >= 0 and own.max() < model.encoding.max_position
+        assert torch.all(draw[row, reach:] == 0)  # padding at position 0
+        sequence = torch.tensor([prompts[row, :n].tolist() + outputs[row][:-1]])
+        model.encoding.batch_positions = lambda lengths, width, identity, stack: own[None, :width]  # the same draw, recomputed whole
         with torch.no_grad():
             predicted = model(sequence)[0, n - 1 :].argmax(-1).tolist()
         assert predicted == outputs[row]

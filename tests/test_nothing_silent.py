@@ -16,7 +16,7 @@ import torch
 from pebench.cards import encoding_card, encoding_cards
 from pebench.encodings.base import PositionLimitError, Site
 from pebench.evaluation import Scorer
-from pebench.model import ModelConfig
+from pebench.model import ModelConfig, Transformer
 from pebench.records import load_records
 from pebench.train import build_encoding
 from tests.test_cli import TINY, pebench, pebench_here
@@ -114,6 +114,21 @@ def test_xpos_states_its_limit():
     encoding.positions(28_328)
     with pytest.raises(PositionLimitError, match="at most 28328 positions, but a sequence of 28329 tokens"):
         encoding.positions(28_329)
+
+
+@pytest.mark.parametrize("name", ["xpos", "learned"])
+def test_decoding_at_positions_past_the_limit_is_refused_not_scored(name):
+    # Transformer.decode takes positions from its caller (a notebook, a plugin's test): past
+    # max_positions it raises, as forward and encode do, instead of returning NaN logits (xPos did).
+    config = ModelConfig(d_model=16, n_heads=2, n_layers=1, d_ff=32)
+    model = Transformer(config, 12, build_encoding(encoding_card(name), config.geometry(64))).eval()
+    limit = model.encoding.max_positions
+    start = 36_990 if name == "xpos" else limit - 3
+    with torch.no_grad(), pytest.raises(PositionLimitError, match=rf"'{type(model.encoding).__name__}' represents at most {limit} positions, "
+                                                                  rf"but a sequence of {start + 6} tokens"):
+        model.decode(torch.full((1, 6), 5), torch.arange(start, start + 6), {})
+    with torch.no_grad():
+        assert torch.isfinite(model.decode(torch.full((1, 6), 5), torch.arange(limit - 6, limit), {})).all()  # up to the limit: served
 
 
 def test_the_report_names_every_file_it_skips_and_why(tmp_path):

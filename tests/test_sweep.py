@@ -139,3 +139,24 @@ def test_a_sweep_resolves_each_task_once_and_counts_it_in_every_runs_data_second
     assert all(cell.planned.resolve_seconds >= 0.05 for cell in cells)
     _, data_seconds = execution.prepare(cells[0].planned)
     assert data_seconds >= cells[0].planned.resolve_seconds
+
+
+def test_a_record_of_an_older_plugin_revision_is_stale(tmp_path):
+    # Randomized positions are revision 2 (each example its own draw); the committed records of
+    # revision 1 (no revision stored) must be run again, the others stay done.
+    from pebench import execution
+    from pebench.registry import ENCODINGS, plugins
+    from pebench.sweep import state_of
+
+    assert plugins(ENCODINGS)["randomized"].revision == 2 and plugins(ENCODINGS)["rope"].revision == 1
+    for encoding, revision, expected in (("randomized", None, "stale"), ("randomized", 1, "stale"), ("randomized", 2, "done"),
+                                         ("rope", None, "done"), ("rope", 2, "stale")):
+        planned = execution.plan("copy", encoding, 0, [], tmp_path)
+        record = {**planned.new_record(), "status": "ok", "scores": {}, "buckets": [{}] * len(planned.task["split"]["buckets"])}
+        if revision is None:
+            del record["plugin"]["revision"]
+        else:
+            record["plugin"]["revision"] = revision
+        planned.path.parent.mkdir(parents=True, exist_ok=True)
+        planned.path.write_text(json.dumps(record))
+        assert state_of(planned) == expected, (encoding, revision)

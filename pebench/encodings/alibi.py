@@ -35,8 +35,10 @@ def alibi_slopes(n_heads: int) -> list[float]:
 
 
 def distance_matrix(q_pos: Tensor, k_pos: Tensor) -> Tensor:
-    """|i - j| for every (query, key): ``[s_q, s_k]`` float."""
-    return (q_pos[:, None] - k_pos[None, :]).abs().float()
+    """|i - j| for every (query, key): ``[s_q, s_k]`` float, or ``[b, 1, s_q, s_k]`` for positions
+    ``[b, s]`` (per example; the 1 broadcasts over the heads)."""
+    distance = (q_pos[..., :, None] - k_pos[..., None, :]).abs().float()
+    return distance if distance.dim() == 2 else distance[:, None]
 
 
 class ALiBi(PositionalEncoding):
@@ -48,6 +50,7 @@ class ALiBi(PositionalEncoding):
 
     description = "Fixed per-head linear distance penalties on attention logits"
     reference = "Press et al. 2022, arXiv:2108.12409"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry):
         super().__init__(geometry)
@@ -57,4 +60,4 @@ class ALiBi(PositionalEncoding):
         if site.kind == "cross":
             return None
         # Causal rows only see j <= i, where |i - j| = i - j: one formula serves both variants.
-        return -self.slopes[:, None, None] * distance_matrix(q_pos, k_pos)  # [h, s_q, s_k]
+        return -self.slopes[:, None, None] * distance_matrix(q_pos, k_pos)  # [(b,) h, s_q, s_k]

@@ -4,7 +4,10 @@ A plugin is a subclass of :class:`PositionalEncoding` registered under the entry
 ``pebench.encodings``. The model calls its hooks at the places where position can enter a
 transformer; a plugin overrides only the hooks it uses, the others are no-ops:
 
-1. :meth:`~PositionalEncoding.positions`: the position index of each token (default 0..L-1).
+1. :meth:`~PositionalEncoding.positions`: the position index of each token (default 0..L-1);
+   :meth:`~PositionalEncoding.batch_positions`: those of a padded batch, shared by its rows
+   (``[s]``, the default) or drawn for each example at its own length (``[b, s]``:
+   randomized positions).
 2. :meth:`~PositionalEncoding.embed`: added to the token embeddings of a stack.
 3. :meth:`~PositionalEncoding.query_bias` and :meth:`~PositionalEncoding.key_value_bias`:
    per-position biases of the q and k/v projections (FLOATER), which the model adds within the
@@ -20,6 +23,12 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
 An attention *site* is one attention module of the model: (stack, layer, kind), where stack is
 ``"encoder"`` or ``"decoder"`` and kind is ``"self"`` or ``"cross"``. In cross-attention the
 query positions index the target sequence and the key positions the source sequence.
+
+Positions reach the other hooks as ``[s]`` (every example of the batch at the same positions)
+or, from an encoding whose :meth:`~PositionalEncoding.batch_positions` draws per example, as
+``[b, s]``; a plugin whose hooks take both (broadcasting over a leading batch dimension) says so
+with ``per_example_positions = True``, and only such a plugin can be the base of randomized
+positions.
 
 Shapes: b batch, h heads, s (q, k) sequence, d model width, d_h head width.
 """
@@ -254,7 +263,9 @@ class PositionalEncoding(nn.Module):
 
     Subclasses set the class attributes ``description`` (one line) and ``reference`` (paper),
     take ``geometry`` plus their card's params as keyword arguments, and set
-    ``self.max_positions`` (None = unbounded).
+    ``self.max_positions`` (None = unbounded). ``revision`` (default 1) is raised when a change
+    alters what the plugin computes: ``pebench sweep`` then reruns the records of its older
+    revisions (they are stale).
 
     Args:
         geometry: the model the encoding serves.
@@ -262,6 +273,8 @@ class PositionalEncoding(nn.Module):
 
     description: ClassVar[str] = ""
     reference: ClassVar[str] = ""
+    per_example_positions: ClassVar[bool] = False  # the hooks take pos [b, s] as well as [s]
+    revision: ClassVar[int] = 1  # raised when a change alters what the plugin computes: its records become stale
 
     def __init__(self, geometry: Geometry):
         super().__init__()
@@ -276,6 +289,23 @@ class PositionalEncoding(nn.Module):
         """
         self.check_length(length)
         return torch.arange(length, device=device)
+
+    def batch_positions(self, lengths: Tensor, width: int, identity: Tensor, stack: str) -> Tensor:
+        """The positions of a right-padded batch of ``width`` tokens: ``[s]`` shared by every row
+        (the default: :meth:`positions` of ``width``), or ``[b, s]``, one row per example, for an
+        encoding that draws each example's positions at its own length (randomized).
+
+        Args:
+            lengths: ``[b]`` long, the tokens of each row that are not padding.
+            width: s, the batch's padded length.
+            identity: ``[b, *]`` long, right-padded with 0: rows that identify each example
+                whatever batch it is in (its source tokens), from which an encoding that draws
+                at evaluation seeds each example's draw.
+            stack: ``"encoder"`` or ``"decoder"``, the stack the positions serve.
+        Raises:
+            PositionLimitError: if ``width`` exceeds ``max_positions``.
+        """
+        return self.positions(width, lengths.device)
 
     def check_length(self, length: int) -> None:
         """Raise :class:`PositionLimitError` if ``length`` positions are more than this

@@ -30,11 +30,11 @@ class FIREBias(nn.Module):
 
     def forward(self, q_pos: Tensor, k_pos: Tensor, causal: bool) -> Tensor:
         c = nn.functional.softplus(self.raw_c)
-        offset = (q_pos[:, None] - k_pos[None, :]).float()
-        offset = offset.clamp(min=0) if causal else offset.abs()  # [s_q, s_k]
-        normaliser = torch.log(c * torch.maximum(self.threshold.abs(), q_pos.float()) + 1)  # psi(max(L, i)): [s_q]
-        ratio = torch.log(c * offset + 1) / normaliser.clamp(min=1e-6)[:, None]
-        return self.mlp(ratio[..., None]).permute(2, 0, 1)  # [h, s_q, s_k]
+        offset = (q_pos[..., :, None] - k_pos[..., None, :]).float()
+        offset = offset.clamp(min=0) if causal else offset.abs()  # [(b,) s_q, s_k]
+        normaliser = torch.log(c * torch.maximum(self.threshold.abs(), q_pos.float()) + 1)  # psi(max(L, i)): [(b,) s_q]
+        ratio = torch.log(c * offset + 1) / normaliser.clamp(min=1e-6)[..., None]
+        return self.mlp(ratio[..., None]).movedim(-1, -3)  # [(b,) h, s_q, s_k]
 
 
 class FIRE(PositionalEncoding):
@@ -49,6 +49,7 @@ class FIRE(PositionalEncoding):
 
     description = "FIRE: learned function of the progressively normalised log-distance"
     reference = "Li et al. 2023, arXiv:2310.04418"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry, hidden: int = 32, init_c: float = 1.0, init_threshold: float = 1.0):
         super().__init__(geometry)

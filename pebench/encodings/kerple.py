@@ -27,6 +27,7 @@ class KERPLE(PositionalEncoding):
 
     description = "KERPLE-log: learned penalty -r1*log(1+r2*|i-j|) per head"
     reference = "Chi et al. 2022, arXiv:2205.09921"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry, init_r1: float = 1.0, init_r2: float = 1.0):
         super().__init__(geometry)
@@ -43,4 +44,4 @@ class KERPLE(PositionalEncoding):
         layer = self.index[site]
         r1 = nn.functional.softplus(self.raw_r1[layer])[:, None, None]  # [h, 1, 1]
         r2 = nn.functional.softplus(self.raw_r2[layer])[:, None, None]
-        return -r1 * torch.log1p(r2 * distance_matrix(q_pos, k_pos))  # [h, s_q, s_k]
+        return -r1 * torch.log1p(r2 * distance_matrix(q_pos, k_pos))  # [(b,) h, s_q, s_k]

@@ -28,6 +28,7 @@ class Learned(PositionalEncoding):
 
     description = "Trainable absolute position table added to the token embeddings"
     reference = "Gehring et al. 2017, arXiv:1705.03122; Devlin et al. 2019, arXiv:1810.04805"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry, max_positions: int | None = None, init_std: float = 0.5):
         super().__init__(geometry)
@@ -41,4 +42,4 @@ class Learned(PositionalEncoding):
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         self.check_length(int(pos.max()) + 1)
-        return x + self.tables[stack][pos].to(x.dtype)  # [b, s, d]
+        return x + self.tables[stack][pos].to(x.dtype)  # [b, s, d] (pos [s] or [b, s])

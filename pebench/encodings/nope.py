@@ -15,6 +15,7 @@ class NoPE(PositionalEncoding):
 
     description = "No positional encoding; order comes only from the causal mask"
     reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry):
         super().__init__(geometry)

@@ -6,24 +6,32 @@ drawn without replacement from [0, L) and sorted, instead of 0..n-1, so that a b
 sees positions up to L while training only on short sequences. As in the paper and the authors'
 code (google-deepmind/randomized_positional_encodings, ``_get_random_positions``, used in
 training and evaluation alike), evaluation draws too (``eval_positions = "random"``, the
-default); its draws come from the evaluation seed (:func:`pebench.evaluation.seeded`), so every
-run sees the same ones. ``"arange"`` (0..n-1) and ``"stride"`` (k * i with
-k = L // the task's longest sequence) are deterministic alternatives, not the paper's.
+default). ``"arange"`` (0..n-1) and ``"stride"`` (k * i with k = L // the task's longest
+sequence) are deterministic alternatives, not the paper's.
 
-Where pebench differs: one draw serves a whole batch, its shorter sequences taking a prefix of it
-(the paper draws per sequence; the hooks take positions shared across the batch); greedy
-decoding draws once for the longest sequence the batch can reach, prompt and output together,
-so cached keys and later queries share one draw (:mod:`pebench.decoding`). L defaults to 4x the
-task's longest sequence (the authors' code: 2,048 for evaluation lengths up to 500).
-Draws are made on the CPU and moved to the device, so that a run's positions do not depend on
-the device.
+Each example gets a draw of its own length, as in the paper (whose batches hold one length):
+in a right-padded batch, row i's first n_i positions are its sorted draw and its padding sits at
+position 0 (:meth:`Randomized.batch_positions`, positions ``[b, s]``). Training draws from
+torch's generator (the run's stream); evaluation draws each example's positions from a generator
+seeded by torch's seed (the evaluation seed and the bucket, set by
+:func:`pebench.evaluation.seeded`), the stack and the example's source tokens, so an example's
+positions, and so its score, are the same at any batch size and in any batch order, and every
+run sees the same ones. Greedy decoding draws once per example for the longest sequence it can
+reach, prompt and output together, so cached keys and later queries share one draw
+(:mod:`pebench.decoding`).
+
+Where pebench differs: L defaults to 4x the task's longest sequence (the authors' code: 2,048
+for evaluation lengths up to 500). Draws are made on the CPU and moved to the device, so that a
+run's positions do not depend on the device.
 The wrapper passes every hook through to the base encoding named in the card, built for
-L positions (so a learned table covers [0, L)).
+L positions (so a learned table covers [0, L)); the base must take per-example positions
+(``per_example_positions``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import torch
 from torch import Tensor
@@ -44,13 +52,16 @@ class Randomized(PositionalEncoding):
             module docstring).
         base_params: the wrapped encoding's params.
     Raises:
-        ValueError: for an unknown ``eval_positions`` or an L below 1; UnknownNameError for an
+        ValueError: for an unknown ``eval_positions``, an L below 1, or a base whose hooks
+            take no per-example positions (``per_example_positions``); UnknownNameError for an
             unknown base.
         PositionLimitError: from :meth:`positions`, for a sequence longer than L.
     """
 
     description = "Randomized positions: sorted samples from [0, L), around a base encoding"
     reference = "Ruoss et al. 2023, arXiv:2305.16843"
+    per_example_positions = True
+    revision = 2  # 2: each example draws its own positions (1: one draw per batch, its rows taking prefixes)
 
     def __init__(self, geometry: Geometry, base: str = "rope", max_position: int | None = None,
                  eval_positions: str = "random", base_params: dict | None = None):
@@ -64,19 +75,49 @@ class Randomized(PositionalEncoding):
         self.max_position, self.eval_positions = max_position or 4 * geometry.max_length, eval_positions
         self.stride = max(1, self.max_position // geometry.max_length)
         self.max_positions = self.max_position
-        self.inner = plugin(ENCODINGS, base)(dataclasses.replace(geometry, max_length=self.max_position), **(base_params or {}))
+        inner = plugin(ENCODINGS, base)
+        if not inner.per_example_positions:
+            raise ValueError(f"randomized positions draw each example's own positions, which the base '{base}' ({inner.__name__}) "
+                             "cannot take (its per_example_positions is False); choose another base")
+        self.inner = inner(dataclasses.replace(geometry, max_length=self.max_position), **(base_params or {}))
 
     def positions(self, length: int, device=None) -> Tensor:
+        """One sequence's positions ``[s]``: a draw from torch's generator (training, or
+        ``"random"`` evaluation), or the deterministic ones of ``eval_positions``."""
+        self._check(length)
+        if self._draws:
+            return self._draw(length, None).to(device)
+        if self.eval_positions == "stride" and length * self.stride <= self.max_position:
+            return torch.arange(length, device=device) * self.stride
+        return torch.arange(length, device=device)
+
+    def batch_positions(self, lengths: Tensor, width: int, identity: Tensor, stack: str) -> Tensor:
+        """Each example's own sorted draw, ``[b, s]`` (see the module docstring); the shared
+        deterministic positions ``[s]`` of ``eval_positions`` otherwise."""
+        self._check(width)
+        if not self._draws:
+            return self.positions(width, lengths.device)
+        rows = identity.cpu()
+        drawn = torch.zeros(len(rows), width, dtype=torch.long)
+        for i, length in enumerate(lengths.tolist()):
+            generator = None if self.training else example_generator(rows[i], stack)
+            drawn[i, :length] = self._draw(length, generator)
+        return drawn.to(lengths.device)
+
+    @property
+    def _draws(self) -> bool:
+        return self.training or self.eval_positions == "random"
+
+    def _draw(self, length: int, generator: torch.Generator | None) -> Tensor:
+        """``length`` distinct positions from [0, L), sorted: ``[length]`` long, on the CPU."""
+        return torch.randperm(self.max_position, generator=generator)[:length].sort().values
+
+    def _check(self, length: int) -> None:
         if length > self.max_position:
             raise PositionLimitError(
                 f"randomized positions are drawn from [0, {self.max_position}), which cannot hold a sequence of "
                 f"{length} tokens; raise max_position (--set encoding.max_position={length})"
             )
-        if self.training or self.eval_positions == "random":
-            return torch.randperm(self.max_position)[:length].sort().values.to(device)
-        if self.eval_positions == "stride" and length * self.stride <= self.max_position:
-            return torch.arange(length, device=device) * self.stride
-        return torch.arange(length, device=device)
 
     def prepare(self, num_positions: int, device: torch.device) -> None:
         self.inner.prepare(self.max_position, device)  # its positions lie anywhere in [0, L)
@@ -101,3 +142,12 @@ class Randomized(PositionalEncoding):
 
     def plan(self, length: int) -> dict:
         return self.inner.plan(length)
+
+
+def example_generator(identity: Tensor, stack: str) -> torch.Generator:
+    """A CPU generator for one example's evaluation draw, seeded by torch's seed (the evaluation
+    seed, :func:`pebench.evaluation.seeded`), ``stack`` and the example's tokens ``identity``
+    (``[*]`` long, its padding (0) left out): the same example gets the same draw in any batch."""
+    digest = hashlib.blake2b(f"{torch.initial_seed()}:{stack}:".encode(), digest_size=8)
+    digest.update(identity[identity != 0].to(torch.int64).numpy().tobytes())
+    return torch.Generator().manual_seed(int.from_bytes(digest.digest(), "little") >> 1)

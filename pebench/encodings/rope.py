@@ -37,8 +37,8 @@ SCALINGS = ("none", "pi", "ntk", "yarn")
 
 
 def rotate(x: Tensor, pos: Tensor, inv_freq: Tensor) -> Tensor:
-    """Rotate pairs (x_i, x_{i+d_h/2}) by pos * theta_i. x: ``[b, h, s, d_h]``, pos: ``[s]``,
-    inv_freq: ``[d_h/2]``. Returns ``[b, h, s, d_h]``.
+    """Rotate pairs (x_i, x_{i+d_h/2}) by pos * theta_i. x: ``[b, h, s, d_h]``, pos: ``[s]`` or
+    ``[b, s]``, inv_freq: ``[d_h/2]``. Returns ``[b, h, s, d_h]``.
 
     Written as [x_2, x_1] * [-sin, sin] + x * [cos, cos] (x_1, x_2 the halves of x): [x_2, x_1]
     is x rolled by d_h/2, whose gradient is one roll back (the halves' slices would each
@@ -46,9 +46,9 @@ def rotate(x: Tensor, pos: Tensor, inv_freq: Tensor) -> Tensor:
     that one new tensor: three passes over x, one allocation (forward and backward 1.4x faster
     than with sliced halves and 2x than rotating each half separately, at the benchmark's
     decoder shape)."""
-    angles = pos.float()[:, None] * inv_freq  # [s, d_h/2]
+    angles = pos.float()[..., None, :, None] * inv_freq  # [(b,) 1, s, d_h/2]: broadcast over the heads
     cos, sin = angles.cos(), angles.sin()
-    cos, sin = torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((-sin, sin), dim=-1).to(x.dtype)  # [s, d_h]
+    cos, sin = torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((-sin, sin), dim=-1).to(x.dtype)  # [(b,) 1, s, d_h]
     return x.roll(x.shape[-1] // 2, dims=-1).mul_(sin).addcmul_(x, cos)
 
 
@@ -83,6 +83,7 @@ class RoPE(PositionalEncoding):
 
     description = "Rotary embedding of queries and keys in every self-attention layer"
     reference = "Su et al. 2021, arXiv:2104.09864"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry, base: float = 10000.0, scaling: str = "none", factor: float | None = None,
                  yarn_alpha: float = 1.0, yarn_beta: float = 32.0):

@@ -16,14 +16,15 @@ from .base import Geometry, PositionalEncoding, inverse_frequencies, require_eve
 
 
 def sinusoidal_table(pos: Tensor, d_model: int, base: float = 10000.0) -> Tensor:
-    """PE(pos, :) for each position. pos: ``[s]`` (any numeric dtype). Returns ``[s, d]`` float32.
+    """PE(pos, :) for each position. pos: ``[s]`` or ``[b, s]`` (any numeric dtype). Returns
+    ``[s, d]`` or ``[b, s, d]`` float32.
 
     Raises:
         ValueError: if ``d_model`` is odd (sin and cos come in pairs).
     """
     require_even(d_model, "d_model", "the sinusoidal encoding")
-    angles = pos.float()[:, None] * inverse_frequencies(d_model, base).to(pos.device)  # [s, d/2]
-    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(1)  # [s, d] interleaved
+    angles = pos.float()[..., None] * inverse_frequencies(d_model, base).to(pos.device)  # [(b,) s, d/2]
+    return torch.stack((angles.sin(), angles.cos()), dim=-1).flatten(-2)  # [(b,) s, d] interleaved
 
 
 class Sinusoidal(PositionalEncoding):
@@ -38,6 +39,7 @@ class Sinusoidal(PositionalEncoding):
 
     description = "Fixed sinusoids added to the token embeddings"
     reference = "Vaswani et al. 2017, arXiv:1706.03762, sec. 3.5"
+    per_example_positions = True
 
     def __init__(self, geometry: Geometry, base: float = 10000.0):
         super().__init__(geometry)

@@ -55,7 +55,7 @@ class XPos(RoPE):
         self.max_positions = int(scale_base * FACTOR_BITS * math.log(2) / -math.log(float(self.zeta[0])))
 
     def _decay(self, x: Tensor, pos: Tensor, sign: float) -> Tensor:
-        power = self.zeta[None, :] ** (sign * pos.float()[:, None] / self.scale_base)  # [s, d_h/2]
+        power = self.zeta ** (sign * pos.float()[..., None, :, None] / self.scale_base)  # [(b,) 1, s, d_h/2]
         return x * torch.cat((power, power), dim=-1).to(x.dtype)
 
     def project_query(self, q: Tensor, pos: Tensor, site: Site) -> Tensor:

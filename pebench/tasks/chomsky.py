@@ -60,10 +60,24 @@ class ChomskyTask(SyntheticTask):
         """The authors' output length when it is not the target's own (a task with an end token)."""
         return None
 
+    def longest_output(self, length: int) -> int:
+        """The most output symbols an input of ``length`` can have (default: ``length``)."""
+        return length
+
+    def longest_tokens(self, length: int) -> tuple[int, int]:
+        return length, self.longest_output(length)
+
     def sample(self, rng: random.Random, length: int) -> Example:
         source = self.draw(rng, length)
         index = {symbol: i for i, symbol in enumerate(self.symbols)}
         return Example(tuple(index[s] for s in source), tuple(index[s] for s in self.solve(source)), length, output_slots=self.output_slots(length))
+
+
+class OneClass(ChomskyTask):
+    """A task whose output is one class: one symbol."""
+
+    def longest_output(self, length: int) -> int:
+        return 1
 
 
 class BinaryString(ChomskyTask):
@@ -78,7 +92,7 @@ class BinaryString(ChomskyTask):
 # ---- regular ---------------------------------------------------------------------------------
 
 
-class EvenPairs(BinaryString):
+class EvenPairs(OneClass, BinaryString):
     """Is the number of unequal neighbouring pairs (01 and 10) of a binary string even (0) or odd (1)?"""
 
     description = "Regular: parity of the number of 01 and 10 pairs of a binary string"
@@ -87,7 +101,7 @@ class EvenPairs(BinaryString):
         return [str(sum(a != b for a, b in zip(source, source[1:])) % 2)]
 
 
-class ModularArithmetic(ChomskyTask):
+class ModularArithmetic(OneClass):
     """The value mod 5 of ``n (op n)*`` with op in +, -, *, evaluated with the usual precedence
     (the code multiplies out the terms between + and -, a minus negating its term). An even
     length drops to the odd one below."""
@@ -109,7 +123,7 @@ class ModularArithmetic(ChomskyTask):
         return [str(evaluate(source) % self.modulus)]
 
 
-class ParityCheck(BinaryString):
+class ParityCheck(OneClass, BinaryString):
     """Is the number of 1s of a binary string even (0) or odd (1)?"""
 
     description = "Regular: parity of the number of 1s of a binary string"
@@ -118,7 +132,7 @@ class ParityCheck(BinaryString):
         return [str(source.count("1") % 2)]
 
 
-class CycleNavigation(ChomskyTask):
+class CycleNavigation(OneClass):
     """The final position on a cycle of 5 from 0 after moves L (-1), S (0) and R (+1)."""
 
     description = "Regular: final position on a 5-cycle after a sequence of left, stay and right moves"
@@ -175,7 +189,7 @@ class ReverseString(BinaryString):
         return source[::-1]
 
 
-class ModularArithmeticBrackets(ChomskyTask):
+class ModularArithmeticBrackets(OneClass):
     """The value mod 5 of a bracketed expression of + - * drawn as the authors' recursive
     ``generate_one_expression_and_result``: length 1 d, 2 -d, 3 (d), 4 (-d), longer (L op R)
     with L of 1..length-4 symbols."""
@@ -259,7 +273,7 @@ def evaluate(expression) -> int:
     return value
 
 
-class SolveEquation(ChomskyTask):
+class SolveEquation(OneClass):
     """The digit x that solves ``expression = value`` mod 5: an expression of length - 2 symbols
     (:func:`bracketed_expression`, + and - only, so x is unique) with one digit made x, the first
     digit at or after a uniformly drawn symbol (cyclically), as the code does. Lengths 1 and 2:
@@ -300,8 +314,11 @@ class DuplicateString(BinaryString):
     def solve(self, source):
         return source + source
 
+    def longest_output(self, length):
+        return 2 * length
 
-class MissingDuplicateString(ChomskyTask):
+
+class MissingDuplicateString(OneClass):
     """A binary string of length // 2 written twice, one symbol replaced by ``_`` (and ``#``
     after it when the length is odd); the output is the missing symbol. Length 1: input 1,
     output 1 (the code's fixed case)."""
@@ -401,6 +418,9 @@ class BinaryMultiplication(BinaryArithmetic):
     def output_slots(self, length):
         return length
 
+    def longest_output(self, length):
+        return length - 1  # a product of a + b = length - 1 bits at most
+
 
 class ComputeSqrt(BinaryString):
     """floor(sqrt(n)) of n in 1..2^length - 1, both big-endian binary with leading zeros: n in
@@ -413,6 +433,9 @@ class ComputeSqrt(BinaryString):
 
     def solve(self, source):
         return list(f"{math.isqrt(int(''.join(source), 2)):b}".zfill(math.ceil(len(source) / 2)))
+
+    def longest_output(self, length):
+        return math.ceil(length / 2)
 
 
 class BucketSort(BinaryString):
