@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from .encodings.base import Geometry, PositionalEncoding, Site, autocast_state, causal_mask
+from .attention import autocast_state, causal_mask
+from .encodings.base import Geometry, PositionalEncoding, Site
 
 PAD = 0
 ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
@@ -115,7 +116,8 @@ class Attention(nn.Module):
                 k, v, k_pos = torch.cat((entry["k"], k), 2), torch.cat((entry["v"], v), 2), torch.cat((entry["pos"], k_pos), -1)
             if cache is not None:
                 cache[self.site] = {"k": k, "v": v, "pos": k_pos}
-        out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site)  # [b, h, s_q, d_h]
+        causal = self.site.stack == "decoder" and self.site.kind == "self" and cache is None  # a full pass under causal_mask
+        out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site, causal)  # [b, h, s_q, d_h]
         return self.out(out.transpose(1, 2).reshape(b, s_q, d))
 
 

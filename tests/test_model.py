@@ -108,13 +108,12 @@ def test_model_rejects_bad_shapes():
         ModelConfig(architecture="seq2seq")
 
 
-def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
-    from pebench.encodings import base
+def test_the_causal_word_takes_the_is_causal_path_with_the_same_answer():
+    from pebench import attention as base
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 6, 4, generator=g, dtype=torch.float64) for _ in range(3))
     mask = base.causal_mask(6, q.device)
-    assert base.causal_mask(6, q.device) is mask  # one shared tensor per (length, device)
     logits = (q @ k.transpose(-1, -2)) / 2.0  # sqrt(d_h) = 2
     logits = logits.masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf"))
     expected = logits.softmax(-1) @ v
@@ -127,8 +126,8 @@ def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base.F, "scaled_dot_product_attention", spy)
-        fast = base.scaled_dot_product(q, k, v, mask)
-        explicit = base.scaled_dot_product(q, k, v, mask.clone())
+        fast = base.scaled_dot_product(q, k, v, mask, causal=True)
+        explicit = base.scaled_dot_product(q, k, v, mask)  # the same mask, without the caller's word: the mask path
     assert calls == [{"is_causal": True}, {"attn_mask": calls[1]["attn_mask"]}]
     torch.testing.assert_close(fast, expected)
     torch.testing.assert_close(explicit, expected)
@@ -137,12 +136,12 @@ def test_shared_causal_mask_takes_the_is_causal_path_with_the_same_answer():
 BLOCKS = {1 << 20: 1, 2 * 7 * 3 * 7 * 8: 3, 3 * 3 * 7 * 8: 15, 3 * 7 * 8: 35}  # block bytes -> blocks, for [5, 3, 7, 7] float64 scores
 
 
-def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor, block_bytes: int) -> list[tuple[int, int]]:
+def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor, block_bytes: int, causal: bool = False) -> list[tuple[int, int]]:
     """Biased attention ([5, 3, 7, 4] float64, a learned [1, h, s, s] bias with a gradient, as
     T5's) through scaled_dot_product with the mask ``given``, cut into blocks of block_bytes,
     against the whole softmax written out with ``allowed``, in values and gradients. Returns each
     block's (query rows, keys)."""
-    from pebench.encodings import base
+    from pebench import attention as base
 
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(5, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
@@ -156,7 +155,7 @@ def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor,
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(base, "BLOCK_BYTES", block_bytes)
         plan = spy_on_blocks(patch, base)
-        got = base.scaled_dot_product(q, k, v, given, bias)
+        got = base.scaled_dot_product(q, k, v, given, bias, causal)
         (got * weights).sum().backward()
     torch.testing.assert_close(got, expected)
     for got_grad, expected_grad in zip((t.grad for t in (q, k, v, bias)), expected_grads):
@@ -167,7 +166,7 @@ def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor,
 @pytest.mark.parametrize("block_bytes", BLOCKS)  # the whole batch; 2 examples a block; 3 query rows; 1 row
 @pytest.mark.parametrize("padding", [False, True])
 def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(block_bytes, padding):
-    allowed = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # [1, 1, 7, 7], not the shared causal mask
+    allowed = torch.ones(7, 7, dtype=torch.bool).tril()[None, None]  # [1, 1, 7, 7], without the causal word: the mask path
     if padding:  # encoder-style key padding: [b, 1, 1, s_k], the last 2 keys of examples 1 and 3
         allowed = torch.ones(5, 1, 1, 7, dtype=torch.bool)
         allowed[[1, 3], ..., 5:] = False
@@ -176,17 +175,17 @@ def test_blocked_attention_equals_the_whole_softmax_in_values_and_gradients(bloc
 
 @pytest.mark.parametrize("block_bytes, blocks", [(1 << 20, 4), (2 * 3 * 7 * 8, 20)])  # one group of 5 examples; 1 example a group
 def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_row(block_bytes, blocks):
-    # The shared causal mask has biased attention computed in 4 chunks of query rows
+    # Causal biased attention is computed in 4 chunks of query rows
     # (2, 2, 2, 1 of 7), each with keys 0..its last row.
-    from pebench.encodings import base
+    from pebench import attention as base
 
     tril = torch.ones(7, 7, dtype=torch.bool).tril()
-    calls = blocked_against_whole(2, tril, base.causal_mask(7, torch.device("cpu")), block_bytes)
+    calls = blocked_against_whole(2, tril, base.causal_mask(7, torch.device("cpu")), block_bytes, causal=True)
     assert len(calls) == blocks and calls[:4] == [(2, 2), (2, 4), (2, 6), (1, 7)]  # (query rows, keys)
 
 
 def test_causal_blocks_refuse_unequal_query_and_key_lengths():
-    from pebench.encodings import base
+    from pebench import attention as base
 
     q, k = torch.zeros(1, 1, 7, 4), torch.zeros(1, 1, 9, 4)
     with pytest.raises(ValueError, match="needs as many queries as keys; got 7 and 9"):
@@ -197,7 +196,7 @@ def test_causal_blocks_refuse_unequal_query_and_key_lengths():
 def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank(bias_shape):
     # Cross-attention shapes (7 queries, 9 keys), a 2-D mask and a bias of rank 2 to 4, cut into
     # 1-row blocks; the gradient of a bias broadcast over heads or examples is summed over them.
-    from pebench.encodings import base
+    from pebench import attention as base
 
     g = torch.Generator().manual_seed(1)
     q = torch.randn(2, 3, 7, 4, generator=g, dtype=torch.float64, requires_grad=True)
@@ -236,3 +235,23 @@ def test_training_under_bf16_autocast_gives_gradients_near_fp32(encoding, length
     assert exact and all(g.dtype == torch.float32 for g in mixed)
     for e, m in zip(exact, mixed, strict=True):
         assert relative_error(m, e) <= 0.1
+
+
+def test_the_model_says_causal_for_a_decoders_full_self_attention_only():
+    # The causal path is chosen by the model's word, not recognised from the mask: a full pass of
+    # decoder self-attention says causal; cross-attention, the encoder and cached decoding do not.
+    from tests.helpers import build
+
+    said = []
+    for architecture in ("decoder", "encoder_decoder", "encoder"):
+        model = build("nope", architecture).eval()
+        attend = model.encoding.attend
+        model.encoding.attend = lambda *args, **kwargs: said.append((architecture, args[6].stack, args[6].kind, args[7])) or attend(*args, **kwargs)
+        tokens, source = torch.randint(4, 20, (2, 5)), torch.randint(4, 20, (2, 4)) if architecture == "encoder_decoder" else None
+        with torch.no_grad():
+            model(tokens, source)
+            if architecture != "encoder":
+                model.decode(tokens[:, :3], torch.arange(3), {}, model.encode(source) if source is not None else None)
+    causal = {(a, stack, kind) for a, stack, kind, c in said if c}
+    assert causal == {("decoder", "decoder", "self"), ("encoder_decoder", "decoder", "self")}
+    assert sum(c for *_, c in said) == 4  # two layers each, in the full passes only (not in decode)

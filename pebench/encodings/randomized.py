@@ -137,8 +137,9 @@ class Randomized(PositionalEncoding):
     def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
         return self.inner.project_key_value(k, v, pos, site)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site) -> Tensor:
-        return self.inner.attend(q, k, v, q_pos, k_pos, allowed, site)
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site,
+               causal: bool = False) -> Tensor:
+        return self.inner.attend(q, k, v, q_pos, k_pos, allowed, site, causal)
 
     def plan(self, length: int) -> dict:
         return self.inner.plan(length)

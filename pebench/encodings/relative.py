@@ -22,8 +22,8 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from .base import (Geometry, PositionalEncoding, Site, as_4d, attention_blocks, autocast_state, full_mask, is_causal,
-                   mask_block, require_range, scaled_dot_product)
+from ..attention import as_4d, attention_blocks, autocast_state, full_mask, mask_block, scaled_dot_product
+from .base import Geometry, PositionalEncoding, Site, require_range
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -51,11 +51,11 @@ class Relative(PositionalEncoding):
         self.key_vectors = nn.Parameter(torch.randn(shape) * geometry.d_head**-0.5)
         self.value_vectors = nn.Parameter(torch.randn(shape) * geometry.d_head**-0.5)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site,
+               causal: bool = False) -> Tensor:
         if site.kind == "cross":
             return scaled_dot_product(q, k, v, allowed)
         layer = self.index[site]
-        causal = is_causal(allowed, q)
         # on the CPU, where gathering by bucket takes a fifth of a training step (d=64, s=256), and
         # with the same consecutive positions for queries and keys (not randomized positions)
         banded = causal and q.device.type == "cpu" and torch.equal(q_pos, k_pos) and bool((q_pos.diff() == 1).all())
@@ -64,8 +64,8 @@ class Relative(PositionalEncoding):
 
 
 class RelativeAttention(torch.autograd.Function):
-    """Eq. 3-4 in the blocks of :func:`~pebench.encodings.base.attention_blocks`, with the backward
-    pass written out (as :class:`~pebench.encodings.base.BiasedAttention`, whose docstring says
+    """Eq. 3-4 in the blocks of :func:`~pebench.attention.attention_blocks`, with the backward
+    pass written out (as :class:`~pebench.attention.BiasedAttention`, whose docstring says
     why). With Q scaled by 1/sqrt(d_h), P the attention weights, R the bucket of each (query, key)
     and, per block, the per-bucket terms
         E = Q (w^K)^T  [rows, r],   W = P summed per bucket  [rows, r]:
@@ -147,7 +147,7 @@ class RelativeAttention(torch.autograd.Function):
 
 def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
             banded: bool) -> list[tuple[slice, Gathered | Banded]]:
-    """The blocks of a plan of :func:`~pebench.encodings.base.attention_blocks` as (examples,
+    """The blocks of a plan of :func:`~pebench.attention.attention_blocks` as (examples,
     chunk of query rows), one chunk object per chunk, shared by its blocks of examples:
     :class:`Banded` if banded and the first chunk has more than k rows (the later chunks start
     past key k), else :class:`Gathered`."""
@@ -165,7 +165,7 @@ class Gathered:
     bucket of each (query, key): any mask.
 
     Attributes:
-        rows, keys: the chunk (:func:`~pebench.encodings.base.attention_blocks`); rows of the
+        rows, keys: the chunk (:func:`~pebench.attention.attention_blocks`); rows of the
             query order of :meth:`order`.
         used: the buckets 0..used-1 that the chunk's per-bucket terms cover (all 2k + 1).
         buckets: the bucket of each of the chunk's (query, key) pairs, ``[rows, keys]`` long.

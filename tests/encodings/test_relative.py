@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pebench.encodings import base
+from pebench import attention as base
 from pebench.encodings import relative as relative_module
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
@@ -38,7 +38,7 @@ def pairwise_formula(q, k, v, allowed, key_vectors, value_vectors, clip, positio
     return torch.einsum("bhij,bhijd->bhid", weights, v[:, :, None] + a_value)
 
 
-CASES = {  # (tokens, k, block bytes): the blocks, as (query rows, keys), of the shared causal mask
+CASES = {  # (tokens, k, block bytes): the blocks, as (query rows, keys), of causal attention
     (7, 3, 1 << 20): [(2, 2), (2, 4), (2, 6), (1, 7)],  # 2 rows a chunk, not more than k: Gathered
     (7, 3, 2 * 7 * 8): [(1, n) for n in range(1, 8)] * 2,  # one query row a block
     (37, 4, 1 << 20): [(10, 10), (10, 20), (10, 30), (7, 37)],  # more than k rows a chunk: Banded
@@ -48,10 +48,10 @@ CASES = {  # (tokens, k, block bytes): the blocks, as (query rows, keys), of the
 
 
 @pytest.mark.parametrize("s, clip, block_bytes", CASES)
-@pytest.mark.parametrize("mask", ["causal", "shared causal", "padding"])
+@pytest.mark.parametrize("mask", ["causal", "said causal", "padding"])
 def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
     # Eq. 3-4 written naively, in values and in the gradients of q, k, v, w^K and w^V, whole or
-    # cut into blocks, causal (the model's shared causal mask is cut into row chunks with fewer
+    # cut into blocks, causal (attention the model says is causal is cut into row chunks with fewer
     # keys, whose buckets are read along diagonals when chunks have more than k rows) or with
     # encoder key padding.
     relative = Relative(ModelConfig(d_model=16, n_heads=2).geometry(64), clip=clip).double()
@@ -75,11 +75,10 @@ def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
             return made
 
         patch.setattr(relative_module, "_blocks", spy_on_kinds)
-        given = base.causal_mask(s, torch.device("cpu")) if mask == "shared causal" else allowed  # the same mask
-        out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), given, SELF)
+        out = relative.attend(q, k, v, torch.arange(s), torch.arange(s), allowed, SELF, causal=mask == "said causal")  # the same mask
         grads = torch.autograd.grad((out * gradient).sum(), inputs)
     assert len(plans) == 1  # backward walks the blocks of forward
-    if mask == "shared causal":
+    if mask == "said causal":
         assert plans[0] == CASES[s, clip, block_bytes]
         assert set(kinds) == {"Banded" if plans[0][0][0] > clip else "Gathered"}
     else:
@@ -112,7 +111,7 @@ def test_causal_attention_at_positions_with_gaps_gathers_the_buckets():
     q, k, v = (torch.randn(2, 2, 37, 8, dtype=torch.float64) for _ in range(3))
     allowed = base.causal_mask(37, torch.device("cpu"))
     expected = pairwise_formula(q, k, v, allowed, relative.key_vectors[0], relative.value_vectors[0], 4, positions)
-    torch.testing.assert_close(relative.attend(q, k, v, positions, positions, allowed, SELF), expected)
+    torch.testing.assert_close(relative.attend(q, k, v, positions, positions, allowed, SELF, causal=True), expected)
 
 
 def test_evaluation_keeps_one_block_of_attention_weights_at_a_time():
