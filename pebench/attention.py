@@ -37,7 +37,7 @@ def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: T
         causal: the caller's word that ``allowed`` is the causal mask of s_q = s_k tokens
             (query i sees keys 0..i): without a bias SDPA then takes its ``is_causal`` path,
             which skips the masked blocks, and with one the CPU blocks skip the keys after
-            each chunk's last row (:func:`attention_blocks`).
+            each chunk's last row (:func:`attention_tiles`).
     Returns:
         ``[b, h, s_q, d_h]``.
     Raises:
@@ -53,16 +53,16 @@ def scaled_dot_product(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias: T
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-BLOCK_BYTES = 4 << 20  # attention scores per block: the fastest of 0.5-8 MiB on 2 CPU cores (2 MiB of L2 each)
+TILE_BYTES = 4 << 20  # attention scores per block: the fastest of 0.5-8 MiB on 2 CPU cores (2 MiB of L2 each)
 CAUSAL_CHUNKS = 4  # query-row chunks of causal attention
 
 
-def attention_blocks(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, slice, int]]:
+def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, slice, int]]:
     """The blocks in which :class:`BiasedAttention` and Shaw's relative attention are computed:
     (examples, query rows, number of keys) of each, in order.
 
     Why: where torch's CPU ``scaled_dot_product_attention`` has no fused kernel, the
-    ``[b, h, s_q, s_k]`` scores are written out; in blocks of at most :data:`BLOCK_BYTES` they
+    ``[b, h, s_q, s_k]`` scores are written out; in blocks of at most :data:`TILE_BYTES` they
     never are all at once, and each block's steps (bias, softmax, their gradients) find more of
     their operands in cache. This is query chunking as in Rabe and Staats 2021 ("Self-attention
     Does Not Need O(n^2) Memory", sec. 2), without their key chunking, so each block's softmax
@@ -86,8 +86,8 @@ def attention_blocks(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sl
     if q.device.type != "cpu":  # GPU kernels want one large launch, not many small ones
         return [(slice(None), slice(None), s_k)]
     row_bytes = h * s_k * q.element_size()  # one query row's scores, all heads
-    rows = min(s_q, max(1, BLOCK_BYTES // row_bytes), math.ceil(s_q / CAUSAL_CHUNKS) if causal else s_q)
-    examples = max(1, BLOCK_BYTES // (rows * row_bytes))
+    rows = min(s_q, max(1, TILE_BYTES // row_bytes), math.ceil(s_q / CAUSAL_CHUNKS) if causal else s_q)
+    examples = max(1, TILE_BYTES // (rows * row_bytes))
     return [(slice(first, first + examples), slice(row, row + rows), min(row + rows, s_k) if causal else s_k)
             for first in range(0, b, examples) for row in range(0, s_q, rows)]
 
@@ -103,7 +103,7 @@ def full_mask(mask: Tensor, q: Tensor, k: Tensor) -> Tensor:
     return mask.expand(mask.shape[0], q.shape[1], q.shape[2], k.shape[2])
 
 
-def mask_block(mask: Tensor, examples: slice, rows: slice, keys: int) -> Tensor:
+def mask_tile(mask: Tensor, examples: slice, rows: slice, keys: int) -> Tensor:
     """One block of a ``[1 or b, h, s_q, s_k]`` mask: all of its batch dimension when that is 1."""
     return mask[examples if mask.shape[0] > 1 else slice(None), :, rows, :keys]
 
@@ -117,7 +117,7 @@ def autocast_state(device: torch.device) -> dict:
 
 class BiasedAttention(torch.autograd.Function):
     """softmax(q k^T / sqrt(d_h) + mask) v on the CPU for a mask that needs a gradient (T5, FIRE,
-    KERPLE), in the blocks of :func:`attention_blocks`, with the backward pass written out.
+    KERPLE), in the blocks of :func:`attention_tiles`, with the backward pass written out.
 
     Why: torch's CPU ``scaled_dot_product_attention`` has no fused kernel that gives the mask a
     gradient. Left to autograd, the blocks' slicing, padding and concatenation cost more than
@@ -136,7 +136,7 @@ class BiasedAttention(torch.autograd.Function):
         mask: float, broadcastable to ``[b, h, s_q, s_k]``, -inf where a query may not attend;
             every query row allows at least one key.
         causal: the mask is causal, so each chunk of query rows skips the keys after its last
-            row (:func:`attention_blocks`).
+            row (:func:`attention_tiles`).
     Returns:
         ``[b, h, s_q, d_h]``.
     Raises:
@@ -145,7 +145,7 @@ class BiasedAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, causal: bool) -> Tensor:
-        blocks = attention_blocks(q, k, causal)
+        blocks = attention_tiles(q, k, causal)
         q = q.contiguous() * q.shape[-1] ** -0.5  # scaled once: [s, d_h] values, not [s, s] scores
         k, v = k.contiguous(), v.contiguous()
         full = full_mask(mask, q, k)
@@ -153,7 +153,7 @@ class BiasedAttention(torch.autograd.Function):
         weights = []
         for examples, rows, keys in blocks:
             scores = q[examples, :, rows] @ k[examples, :, :keys].transpose(-1, -2)  # [b', h, rows, keys]
-            weights.append(scores.add_(mask_block(full, examples, rows, keys)).softmax(dim=-1))
+            weights.append(scores.add_(mask_tile(full, examples, rows, keys)).softmax(dim=-1))
             out[examples, :, rows] = weights[-1] @ v[examples, :, :keys]  # a product into a strided view is 2x slower
         ctx.save_for_backward(q, k, v, out, *weights)
         ctx.blocks, ctx.mask_shape, ctx.full_shape, ctx.autocast = blocks, mask.shape, full.shape, autocast_state(q.device)
@@ -171,7 +171,7 @@ class BiasedAttention(torch.autograd.Function):
                 d_out_block = d_out[examples, :, rows]
                 d_v[examples, :, :keys] += p.transpose(-1, -2) @ d_out_block
                 d_scores = (d_out_block @ v[examples, :, :keys].transpose(-1, -2)).sub_(row_sums[examples, :, rows]).mul_(p)
-                mask_block(d_mask, examples, rows, keys).add_(d_scores if d_mask.shape[0] > 1 else d_scores.sum(0, keepdim=True))
+                mask_tile(d_mask, examples, rows, keys).add_(d_scores if d_mask.shape[0] > 1 else d_scores.sum(0, keepdim=True))
                 d_q[examples, :, rows] = d_scores @ k[examples, :, :keys]
                 d_k[examples, :, :keys] += d_scores.transpose(-1, -2) @ q[examples, :, rows]
         return d_q.mul_(q.shape[-1] ** -0.5), d_k, d_v, d_mask.sum_to_size(ctx.mask_shape), None

@@ -56,11 +56,13 @@ import torch
 from tabulate import tabulate
 from torch import nn
 
+from . import layout
 from .cards import encoding_card, encoding_cards, task_card
-from .model import ModelConfig, Transformer
-from .records import USER_RESULTS, write_atomically
 from .devices import autocast, resolve_device, sync_device
-from .train import build_encoding
+from .layout import USER_RESULTS
+from .model import ModelConfig, Transformer
+from .records import write_atomically
+from .registry import build_encoding
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: every pebench command imports this module, few need it
     import pandas as pd
@@ -506,7 +508,7 @@ def load(results: Path) -> pd.DataFrame | None:
     """The saved benchmark table under ``<results>/throughput``, or None if never run."""
     import pandas as pd
 
-    path = Path(results) / "throughput" / "throughput.csv"
+    path = layout.throughput_dir(results) / "throughput.csv"
     return pd.read_csv(path) if path.is_file() else None
 
 
@@ -527,7 +529,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def output_folder(args: argparse.Namespace) -> Path:
     """``--out``, else ``<results>/throughput`` (``<results>/throughput/quick`` with ``--quick``)."""
-    return args.out or Path(args.results) / "throughput" / ("quick" if args.quick else "")
+    return args.out or layout.throughput_dir(args.results) / ("quick" if args.quick else "")
 
 
 def parse_shapes(text: str) -> tuple[Shape, ...]:

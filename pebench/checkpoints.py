@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from . import layout
 from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
 from .devices import environment
 from .evaluation import evaluate
@@ -36,20 +37,14 @@ from .train import build_model
 EVALUATION_KEYS = ("split.buckets", "split.eval_examples", "split.eval_seed")  # and every decoding.* key
 
 
-def checkpoint_path(record: Path) -> Path:
-    """Where the checkpoint of the run recorded at ``<results>/runs/<task>/<encoding>/<name>.json`` goes."""
-    results = record.parents[3]
-    return results / "checkpoints" / record.relative_to(results / "runs").with_suffix(".pt")
-
-
 def save(model: torch.nn.Module, record: Path) -> str:
     """Write ``model``'s weights for the run recorded at ``record``, atomically; return the
     checkpoint's path relative to the results folder (as the record stores it)."""
-    path = checkpoint_path(record)
+    path = layout.checkpoint_path(record)
     weights = io.BytesIO()
     torch.save({name: value.detach().cpu() for name, value in model.state_dict().items()}, weights)
     write_atomically(path, weights.getvalue())
-    return str(path.relative_to(record.parents[3]))
+    return str(path.relative_to(layout.results_of(record)))
 
 
 def _source(path: Path) -> dict:
@@ -67,8 +62,9 @@ def _source(path: Path) -> dict:
         raise ValueError(f"{path} is not a successful protocol 2 run record{': ' + problem if problem else ''}")
     if "checkpoint" not in record:
         raise ValueError(f"{path} has no checkpoint: train it again with `pebench run ... --save-checkpoint`")
-    if not (Path(path).parents[3] / record["checkpoint"]).is_file():
-        raise ValueError(f"the checkpoint {record['checkpoint']} of {path} is missing under {Path(path).parents[3]}")
+    results = layout.results_of(path)
+    if not (results / record["checkpoint"]).is_file():
+        raise ValueError(f"the checkpoint {record['checkpoint']} of {path} is missing under {results}")
     return record
 
 
@@ -108,7 +104,7 @@ def rescore(path: Path, overrides: list[str], results: Path, device: torch.devic
     protocol = resolve(task)
     lengths = source["sequence_lengths"]
     model = build_model(protocol, source["encoding"], lengths["max"], lengths["train"])
-    model.load_state_dict(torch.load(Path(path).parents[3] / source["checkpoint"], map_location="cpu", weights_only=True))
+    model.load_state_dict(torch.load(layout.results_of(path) / source["checkpoint"], map_location="cpu", weights_only=True))
     model.to(device)
     data_seconds = time.perf_counter() - tick
     tick = time.perf_counter()

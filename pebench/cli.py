@@ -24,11 +24,12 @@ from tabulate import tabulate
 from . import __version__, bench, checkpoints, execution, sweep
 from .cards import encoding_cards, task_cards
 from .data import DATA_ENV
-from .blocks import refresh_blocks
+from .sections import refresh_sections
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
-from .records import USER_RESULTS, check_writable, load_records
+from .layout import USER_RESULTS, leaderboards_dir, runs_dir
+from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
 from .tasks.base import LengthBucket
 
@@ -73,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     report_parser.add_argument("results", nargs="?", type=Path, default=USER_RESULTS, help="the results folder, as --results")
     report_parser.add_argument("--out", type=Path, help="where to write the tables (default: <results>/leaderboards)")
     report_parser.add_argument("--readme", type=Path, metavar="MARKDOWN",
-                               help="then refresh this file's '<!-- generated: PATH -->' blocks (PATH relative to it) from the written tables")
+                               help="then refresh this file's '<!-- generated: PATH -->' sections (PATH relative to it) from the written tables")
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
     sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real), or all (default)")
@@ -197,21 +198,21 @@ def command_report(args) -> int:
     for path, reason in skipped:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
     if not any(record.get("status") == "ok" for record in records):
-        return _fail(FileNotFoundError(f"no successful run records under {args.results / 'runs'}; run `pebench run --encoding E --task T` first"))
+        return _fail(FileNotFoundError(f"no successful run records under {runs_dir(args.results)}; run `pebench run --encoding E --task T` first"))
     from .report import write_reports  # pandas and scipy: seconds of start-up that only the report needs
 
-    out = args.out or args.results / "leaderboards"
+    out = args.out or leaderboards_dir(args.results)
     for text in write_reports(records, out, bench.load(args.results)).values():
         print(text)
     print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md, runtime.md")
     if args.readme:
         try:
-            refreshed = refresh_blocks(args.readme)
+            refreshed = refresh_sections(args.readme)
         except (OSError, ValueError) as error:
             return _fail(type(error)(f"the tables are written, {args.readme} is unchanged: {error}"))
         print(f"refreshed in {args.readme}: " + ", ".join(refreshed))
         if not any((args.readme.parent / path).resolve().is_relative_to(out.resolve()) for path in refreshed):
-            print(f"pebench report: warning: no block of {args.readme} names a file under {out}: its tables are not the ones just written",
+            print(f"pebench report: warning: no generated section of {args.readme} names a file under {out}: its tables are not the ones just written",
                   file=sys.stderr)
     return 0
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from . import execution
+from . import execution, layout
 from .data import DATA_ENV
 from .devices import resolve_device
 from .execution import Planned
@@ -98,7 +98,7 @@ def run_remote_cell(task: str, encoding: str, seed: int, overrides: list[str], r
 
 
 def _arguments(planned: Planned, options: EngineOptions) -> tuple:
-    return (planned.task["name"], planned.encoding["name"], planned.seed, planned.overrides, str(planned.path.parents[3]),
+    return (planned.task["name"], planned.encoding["name"], planned.seed, planned.overrides, str(layout.results_of(planned.path)),
             options.device, os.environ.get(DATA_ENV), options.cpus_per_run)
 
 
@@ -132,7 +132,7 @@ def _ray(cells: list[Planned], options: EngineOptions, progress: bool, on_record
 def _slurm(cells: list[Planned], options: EngineOptions, progress: bool, on_record: OnRecord) -> None:
     import submitit
 
-    folder = cells[0].path.parents[3] / "slurm" if cells else Path("slurm")
+    folder = layout.slurm_dir(layout.results_of(cells[0].path)) if cells else Path(layout.SLURM)
     executor = submitit.AutoExecutor(folder=folder, cluster=None if options.cluster == "slurm" else options.cluster)
     parameters = {"timeout_min": options.time_minutes, "cpus_per_task": options.cpus_per_run, "name": "pebench"}
     if options.cluster == "slurm":

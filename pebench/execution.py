@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoints
+from . import checkpoints, layout
 from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
 from .data import DataNotFoundError
 from .distributed import Distributed
@@ -169,8 +169,7 @@ def training_log(planned: Planned, logger: str | None):
         from torch.utils.tensorboard import SummaryWriter
     except ImportError as error:
         raise ValueError(f"--log tensorboard needs TensorBoard: pip install tensorboard ({error})") from None
-    results = planned.path.parents[3]
-    writer = SummaryWriter(str(results / "tensorboard" / planned.path.relative_to(results / "runs").with_suffix("")))
+    writer = SummaryWriter(str(layout.tensorboard_dir(planned.path)))
     try:
         yield writer.add_scalar
     finally:

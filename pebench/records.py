@@ -26,18 +26,14 @@ from pathlib import Path
 
 import jsonschema
 
-from . import __version__
+from . import __version__, layout
 from .cards import settings_hash
 from .protocol import PROTOCOL_VERSION
 
 SCHEMA_VERSION = 2
-USER_RESULTS = Path("pebench-results")  # where runs, reports and benchmarks go unless --results says otherwise
-
-
 def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
-    """Where the record of a run with the changed ``settings`` lives."""
-    config = settings_hash(settings)
-    return Path(results) / "runs" / task / encoding / f"seed{seed}{'-' + config if config else ''}.json"
+    """Where the record of a run with the changed ``settings`` lives (:mod:`pebench.layout`)."""
+    return layout.record_path(results, task, encoding, seed, settings_hash(settings))
 
 
 @functools.cache
@@ -129,7 +125,7 @@ def _umask() -> int:
 def check_writable(results: Path) -> None:
     """Raise ValueError unless run records can be written under ``<results>/runs`` (made when
     missing), so that a run stops before training rather than lose its scores after it."""
-    runs = Path(results) / "runs"
+    runs = layout.runs_dir(results)
     try:
         runs.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=runs, prefix=".write-check."):
@@ -152,7 +148,7 @@ def load_records(results: Path) -> tuple[list[dict], list[tuple[Path, str]]]:
     """Every record under ``<results>/runs`` that can be read as a record, and the files skipped,
     each with the reason (unreadable, not JSON, not a record, a failed run)."""
     records, skipped = [], []
-    for path in sorted(Path(results).glob("runs/*/*/*.json")):
+    for path in layout.record_files(results):
         try:
             record = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

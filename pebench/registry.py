@@ -3,13 +3,21 @@
 Built-in encodings and tasks are registered in pyproject.toml under the same groups as
 third-party plugins (``pebench.encodings``, ``pebench.tasks``), so both are found the same way.
 A plugin that fails to import is skipped with a warning that names it; the rest keep working.
+:func:`build_encoding` builds an encoding card's plugin, its parameters checked first.
 """
 
 from __future__ import annotations
 
+import inspect
+import typing
 import warnings
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
+
+from .card_values import check_type
+
+if typing.TYPE_CHECKING:
+    from .encodings.base import Geometry, PositionalEncoding
 
 ENCODINGS = "pebench.encodings"
 TASKS = "pebench.tasks"
@@ -83,3 +91,38 @@ def plugin(group: str, name: str) -> type:
     if name not in found:
         raise UnknownNameError(f"no plugin '{name}' in entry-point group {group}; registered: {', '.join(found) or 'none'}")
     return found[name]
+
+
+def build_encoding(encoding_card: dict, geometry: Geometry) -> PositionalEncoding:
+    """The card's encoding plugin built for ``geometry`` with the card's params.
+
+    Raises:
+        ValueError: for a param the plugin does not take, or a value it refuses (both list the
+            plugin's parameters).
+        TypeError: for a value of the wrong type (listing them too).
+    """
+    cls = plugin(ENCODINGS, encoding_card["plugin"])
+    signature = inspect.signature(cls)
+    accepted = [name for name in signature.parameters if name != "geometry"]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    unknown = sorted(set(encoding_card["params"]) - set(accepted))
+    described = f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' ({cls.__name__}); its parameters: {', '.join(accepted) or 'none'}"
+    if unknown and not takes_any:
+        raise ValueError(f"no parameter {', '.join(map(repr, unknown))} in {described}")
+    hints = _annotations(cls)
+    for name, value in encoding_card["params"].items():
+        if name in hints:
+            check_type(f"encoding.{name}", value, hints[name])
+    try:
+        return cls(geometry, **encoding_card["params"])
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{error} (in {described}; set with --set encoding.NAME=VALUE)") from error
+
+
+def _annotations(cls: type) -> dict:
+    """The constructor's parameter annotations, resolved ({} when they cannot be: the types of
+    such a plugin's parameters are then not checked)."""
+    try:
+        return typing.get_type_hints(cls.__init__)
+    except Exception:  # a plugin's annotation naming something its module does not import
+        return {}

@@ -36,7 +36,7 @@ differences with Student's t instead. Only protocol 2 tables
 of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
 one set of runs and one field of rivals, so the overall ranking comes in *blocks*: encodings that
 all ran the same tasks at the same seeds, ranked among themselves on those runs
-(:func:`overall_blocks`; the grid's two tiers make two blocks: the nine encodings on every task,
+(:func:`overall_groups`; the grid's two tiers make two blocks: the nine encodings on every task,
 all seventeen on the synthetic tasks).
 """
 
@@ -269,7 +269,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
 
     Raises:
         ValueError: when the encodings that ran a task ran it at different seeds: a paired
-            comparison needs the same seeds (:func:`overall_blocks` makes such sets)."""
+            comparison needs the same seeds (:func:`overall_groups` makes such sets)."""
     runs = ranked_runs(table)
     encodings = sorted(runs.encoding.unique())
     rng = np.random.default_rng(BOOTSTRAP_SEED)
@@ -282,7 +282,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
         unpaired = sorted(e for e, group in cells.items() if not np.array_equal(np.unique(group.seed), seeds))
         if unpaired:
             raise ValueError(f"overall ranking of {task}: {', '.join(unpaired)} did not run every seed of {seeds.tolist()}; "
-                             "rank over the seeds all encodings ran (overall_blocks)")
+                             "rank over the seeds all encodings ran (overall_groups)")
         drawn = _seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
         point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], np.ones((1, len(cells[e]))))[0] if e in cells else np.nan
                                  for e in encodings])
@@ -310,7 +310,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
 
 
 @dataclasses.dataclass(frozen=True)
-class Block:
+class RankingGroup:
     """One table of the overall ranking: ``ranking`` (:func:`overall` of the block's runs) and
     ``cells``, the (task, seed) pairs at which every one of its encodings has a run."""
 
@@ -322,7 +322,7 @@ class Block:
         return sorted({task for task, _ in self.cells})
 
 
-def overall_blocks(table: Tables, metric: str | None = None) -> list[Block]:
+def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGroup]:
     """The overall ranking in complete blocks (see the module docstring), on each task's primary
     metric or on ``metric``.
 
@@ -344,7 +344,7 @@ def overall_blocks(table: Tables, metric: str | None = None) -> list[Block]:
         encodings = [encoding for encoding, done in ran.items() if cells <= done]
         if len(encodings) > 1:
             chosen = runs.encoding.isin(encodings) & pd.MultiIndex.from_arrays([runs.task, runs.seed]).isin(list(cells))
-            blocks.append(Block(overall(dataclasses.replace(table, runs=runs[chosen]), metric), cells))
+            blocks.append(RankingGroup(overall(dataclasses.replace(table, runs=runs[chosen]), metric), cells))
     return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks))
 
 
@@ -363,13 +363,13 @@ OVERALL_TITLE = ("Overall: mean reciprocal rank over tasks (Kazemnejad et al. 20
                  "an MRR compares only within its table")
 
 
-def _block_title(block: Block) -> str:
+def _block_title(block: RankingGroup) -> str:
     encodings, tasks = len(block.ranking), block.tasks
     listed = f" ({', '.join(tasks)})" if len(tasks) <= 6 else ""
     return f"{encodings} encodings x {len(tasks)} task{'s' * (len(tasks) != 1)}{listed}, the same {len(block.cells)} runs each (task, seed)"
 
 
-def render_overall(blocks: list[Block], encodings: list[str], table_format: str) -> str:
+def render_overall(blocks: list[RankingGroup], encodings: list[str], table_format: str) -> str:
     """The overall title, each block's size and table, and the encodings in no block."""
     if not blocks:
         return OVERALL_TITLE + "\n\nNo two encodings have runs at a common task and seed yet.\n"
@@ -380,7 +380,7 @@ def render_overall(blocks: list[Block], encodings: list[str], table_format: str)
     return OVERALL_TITLE + "\n\n" + "\n".join(parts)
 
 
-def overall_csv(blocks: list[Block]) -> pd.DataFrame:
+def overall_csv(blocks: list[RankingGroup]) -> pd.DataFrame:
     """The blocks as one table: ``block`` (1 = the first), ``runs each``, ``tasks`` (the block's,
     ``;``-separated), the ranking's columns, then one column per task (sorted): the rank, ``not
     ranked``, or empty where the task is not in the block."""
@@ -627,7 +627,7 @@ def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.Dat
         printed[name] = render(name, table, runs, boards, "simple")
     ranked = ranked_runs(table)
     if not ranked.empty:
-        blocks, encodings = overall_blocks(table), sorted(ranked.encoding.unique())
+        blocks, encodings = overall_groups(table), sorted(ranked.encoding.unique())
         for suffix, table_format in FORMATS.items():
             (out / f"overall.{suffix}").write_text(render_overall(blocks, encodings, table_format))
         overall_csv(blocks).to_csv(out / "overall.csv", index=False, float_format="%.6g")

@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from .cards import parse_value, settings_hash
-from .records import USER_RESULTS, load_records
+from .layout import USER_RESULTS
+from .records import load_records
 
 
 @dataclass

@@ -17,13 +17,11 @@ Throughput is non-padding input tokens per second: training over the steps after
 
 from __future__ import annotations
 
-import inspect
 import math
 import platform
 import random
 import resource
 import time
-import typing
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
@@ -35,11 +33,10 @@ from tqdm import tqdm
 from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from .devices import autocast, environment, sync_device
 from .distributed import Distributed
-from .encodings.base import Geometry, PositionalEncoding
 from .evaluation import evaluate, validate
 from .model import Transformer
-from .protocol import Protocol, check_type
-from .registry import ENCODINGS, plugin
+from .protocol import Protocol
+from .registry import build_encoding
 from .tasks.base import Example, LengthBucket
 
 TIMING_WARMUP_STEPS = 10
@@ -58,41 +55,6 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
     (``train_length``: the longest training sequence)."""
     geometry = protocol.model.geometry(max_length, train_length)
     return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), build_encoding(encoding_card, geometry))
-
-
-def build_encoding(encoding_card: dict, geometry: Geometry) -> PositionalEncoding:
-    """The card's encoding plugin built for ``geometry`` with the card's params.
-
-    Raises:
-        ValueError: for a param the plugin does not take, or a value it refuses (both list the
-            plugin's parameters).
-        TypeError: for a value of the wrong type (listing them too).
-    """
-    cls = plugin(ENCODINGS, encoding_card["plugin"])
-    signature = inspect.signature(cls)
-    accepted = [name for name in signature.parameters if name != "geometry"]
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
-    unknown = sorted(set(encoding_card["params"]) - set(accepted))
-    described = f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' ({cls.__name__}); its parameters: {', '.join(accepted) or 'none'}"
-    if unknown and not takes_any:
-        raise ValueError(f"no parameter {', '.join(map(repr, unknown))} in {described}")
-    hints = _annotations(cls)
-    for name, value in encoding_card["params"].items():
-        if name in hints:
-            check_type(f"encoding.{name}", value, hints[name])
-    try:
-        return cls(geometry, **encoding_card["params"])
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"{error} (in {described}; set with --set encoding.NAME=VALUE)") from error
-
-
-def _annotations(cls: type) -> dict:
-    """The constructor's parameter annotations, resolved ({} when they cannot be: the types of
-    such a plugin's parameters are then not checked)."""
-    try:
-        return typing.get_type_hints(cls.__init__)
-    except Exception:  # a plugin's annotation naming something its module does not import
-        return {}
 
 
 def _learning_rate_factor(step: int, warmup: int, total: int) -> float:

@@ -21,16 +21,16 @@ def build(encoding: str, architecture: str = "decoder", max_length: int = 64, vo
     return Transformer(config, vocab, plugins(ENCODINGS)[encoding](config.geometry(max_length), **params))
 
 
-def spy_on_blocks(patch: pytest.MonkeyPatch, module) -> list[list[tuple[int, int]]]:
-    """Records each call of ``module.attention_blocks``: the (query rows, keys) of every block."""
-    plans, attention_blocks = [], module.attention_blocks
+def spy_on_tiles(patch: pytest.MonkeyPatch, module) -> list[list[tuple[int, int]]]:
+    """Records each call of ``module.attention_tiles``: the (query rows, keys) of every block."""
+    plans, attention_tiles = [], module.attention_tiles
 
     def spy(q, k, causal):
-        blocks = attention_blocks(q, k, causal)
+        blocks = attention_tiles(q, k, causal)
         plans.append([(len(range(q.shape[2])[rows]), keys) for _, rows, keys in blocks])
         return blocks
 
-    patch.setattr(module, "attention_blocks", spy)
+    patch.setattr(module, "attention_tiles", spy)
     return plans
 
 

@@ -5,7 +5,7 @@ from pebench.batching import pack
 from pebench.encodings.base import PositionalEncoding, Site
 from pebench.model import Attention, ModelConfig, project
 from pebench.tasks.base import Example
-from tests.helpers import BUILT_IN_ENCODINGS, DETERMINISTIC, build, relative_error, spy_on_blocks
+from tests.helpers import BUILT_IN_ENCODINGS, DETERMINISTIC, build, relative_error, spy_on_tiles
 
 ARCHITECTURES = ["decoder", "encoder_decoder"]
 
@@ -153,8 +153,8 @@ def blocked_against_whole(seed: int, allowed: torch.Tensor, given: torch.Tensor,
     for t in (q, k, v, bias):
         t.grad = None
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "BLOCK_BYTES", block_bytes)
-        plan = spy_on_blocks(patch, base)
+        patch.setattr(base, "TILE_BYTES", block_bytes)
+        plan = spy_on_tiles(patch, base)
         got = base.scaled_dot_product(q, k, v, given, bias, causal)
         (got * weights).sum().backward()
     torch.testing.assert_close(got, expected)
@@ -189,7 +189,7 @@ def test_causal_blocks_refuse_unequal_query_and_key_lengths():
 
     q, k = torch.zeros(1, 1, 7, 4), torch.zeros(1, 1, 9, 4)
     with pytest.raises(ValueError, match="needs as many queries as keys; got 7 and 9"):
-        base.attention_blocks(q, k, causal=True)
+        base.attention_tiles(q, k, causal=True)
 
 
 @pytest.mark.parametrize("bias_shape", [(3, 7, 9), (7, 9), (2, 1, 7, 9)])  # per head; shared by heads; per example
@@ -208,7 +208,7 @@ def test_blocked_attention_takes_unequal_lengths_and_masks_of_any_rank(bias_shap
     expected = ((q @ k.transpose(-1, -2)) / 2.0 + bias).masked_fill(~allowed, float("-inf")).softmax(-1) @ v
     expected_grads = torch.autograd.grad((expected * weights).sum(), (q, k, v, bias))
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "BLOCK_BYTES", 1)
+        patch.setattr(base, "TILE_BYTES", 1)
         got = base.scaled_dot_product(q, k, v, allowed, bias)
         grads = torch.autograd.grad((got * weights).sum(), (q, k, v, bias))
     torch.testing.assert_close(got, expected)

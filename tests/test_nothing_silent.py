@@ -18,7 +18,7 @@ from pebench.encodings.base import PositionLimitError, Site
 from pebench.evaluation import Scorer
 from pebench.model import ModelConfig, Transformer
 from pebench.records import load_records
-from pebench.train import build_encoding
+from pebench.registry import build_encoding
 from tests.test_cli import TINY, pebench, pebench_here
 
 

@@ -100,7 +100,7 @@ def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_task
     # D ran t2 only. Block 1: A, B, C over t1 and t2, as without D (C not ranked on t1: "—").
     # Block 2: A, B, C, D over t2 alone: A 0.8 > D 0.6 > C 0.5 > B 0.2, MRR 1, 1/2, 1/3, 1/4.
     records = toy_grid() + [record("t2", "D", seed, 0.6) for seed in range(3)]
-    first, second = report.overall_blocks(tables(records))
+    first, second = report.overall_groups(tables(records))
     assert first.ranking.equals(overall(tables(toy_grid()))) and first.tasks == ["t1", "t2"] and len(first.cells) == 6
     assert report.display_overall(first.ranking).set_index("encoding").loc["C", "t1"] == "—"
     assert second.tasks == ["t2"] and list(second.ranking.columns[6:]) == ["t2"]
@@ -121,7 +121,7 @@ def test_a_block_holds_only_the_seeds_its_encodings_all_ran():
     # A ran t at seeds 0-2 (0.9, 0.1, 0.1), B at seeds 0-1 (0.5). Over seeds 0 and 1, A's mean is
     # 0.5: a tie with B (MRR 2/3 each). Counting A's seed 2 would give A 0.367 < B.
     records = [record("t", "A", seed, [0.9, 0.1, 0.1][seed]) for seed in range(3)] + [record("t", "B", seed, 0.5) for seed in range(2)]
-    [block] = report.overall_blocks(tables(records))
+    [block] = report.overall_groups(tables(records))
     assert block.cells == frozenset({("t", 0), ("t", 1)})
     assert block.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 2 / 3, "B": 2 / 3})
 
@@ -131,13 +131,13 @@ def test_blocks_are_every_set_of_tasks_two_encodings_or_more_share():
     # no encoding ran exactly {t1, t2}, and the comparison of A and B on it is not lost.
     records = ([record(t, "A", 0, 0.5) for t in ("t1", "t2", "t3")] + [record(t, "B", 0, 0.4) for t in ("t1", "t2", "t4")]
                + [record("t1", "C", 0, 0.3)])
-    blocks = report.overall_blocks(tables(records))
+    blocks = report.overall_groups(tables(records))
     assert [(sorted(b.ranking.encoding), b.tasks) for b in blocks] == [(["A", "B"], ["t1", "t2"]), (["A", "B", "C"], ["t1"])]
 
 
 def test_encodings_with_no_common_run_make_no_block_and_the_table_says_so(tmp_path):
     records = [record("t1", "A", 0, 0.5), record("t2", "B", 0, 0.4)]
-    assert report.overall_blocks(tables(records)) == []
+    assert report.overall_groups(tables(records)) == []
     write_reports(records, tmp_path)
     assert "No two encodings have runs at a common task and seed yet." in (tmp_path / "overall.md").read_text()
     records.append(record("t1", "C", 0, 0.3))

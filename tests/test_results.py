@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pebench import bench
-from pebench.blocks import generated_blocks
+from pebench.sections import generated_sections
 from pebench.records import load_records
 from pebench.report import write_reports
 
@@ -45,7 +45,7 @@ def test_the_readme_shows_the_generated_tables(tmp_path):
     # The committed tables, or those regenerated in this checkout: a user's own runs and
     # `pebench report` (the README's first commands) rewrite results/ but not the README.
     readme = (ROOT / "README.md").read_text()
-    blocks = generated_blocks(readme)
+    blocks = generated_sections(readme)
     assert {"results/leaderboards/overall.md", "results/leaderboards/validity.md", "results/leaderboards/runtime.md", "results/leaderboards/chomsky.md",
             "results/throughput/summary.md"} <= set(blocks)
     committed = committed_results(tmp_path).parent

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from ..attention import as_4d, attention_blocks, autocast_state, full_mask, mask_block, scaled_dot_product
+from ..attention import as_4d, attention_tiles, autocast_state, full_mask, mask_tile, scaled_dot_product
 from .base import Geometry, PositionalEncoding, Site, require_range
 
 
@@ -64,7 +64,7 @@ class Relative(PositionalEncoding):
 
 
 class RelativeAttention(torch.autograd.Function):
-    """Eq. 3-4 in the blocks of :func:`~pebench.attention.attention_blocks`, with the backward
+    """Eq. 3-4 in the blocks of :func:`~pebench.attention.attention_tiles`, with the backward
     pass written out (as :class:`~pebench.attention.BiasedAttention`, whose docstring says
     why). With Q scaled by 1/sqrt(d_h), P the attention weights, R the bucket of each (query, key)
     and, per block, the per-bucket terms
@@ -98,7 +98,7 @@ class RelativeAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
                 value_vectors: Tensor, causal: bool, banded: bool, keep: bool) -> Tensor:
-        blocks = _blocks(attention_blocks(q, k, causal), q_pos, k_pos, key_vectors, banded)
+        blocks = _blocks(attention_tiles(q, k, causal), q_pos, k_pos, key_vectors, banded)
         order = blocks[0][1].order
         q = order(q) * q.shape[-1] ** -0.5
         k, v = k.contiguous(), v.contiguous()
@@ -109,7 +109,7 @@ class RelativeAttention(torch.autograd.Function):
             rows, keys, used = block.rows, block.keys, block.used
             q_block = q[examples, :, rows]
             scores = block.add(q_block @ k[examples, :, :keys].transpose(-1, -2), q_block @ key_vectors[:used].T)[0]
-            p = scores.masked_fill_(~mask_block(allowed, examples, rows, keys), float("-inf")).softmax(dim=-1)  # P
+            p = scores.masked_fill_(~mask_tile(allowed, examples, rows, keys), float("-inf")).softmax(dim=-1)  # P
             per_bucket = block.sum(p, row_total=1.0)  # W
             out[examples, :, rows] = (p @ v[examples, :, :keys]).add_(per_bucket @ value_vectors[:used])
             if keep:
@@ -147,7 +147,7 @@ class RelativeAttention(torch.autograd.Function):
 
 def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
             banded: bool) -> list[tuple[slice, Gathered | Banded]]:
-    """The blocks of a plan of :func:`~pebench.attention.attention_blocks` as (examples,
+    """The blocks of a plan of :func:`~pebench.attention.attention_tiles` as (examples,
     chunk of query rows), one chunk object per chunk, shared by its blocks of examples:
     :class:`Banded` if banded and the first chunk has more than k rows (the later chunks start
     past key k), else :class:`Gathered`."""
@@ -165,7 +165,7 @@ class Gathered:
     bucket of each (query, key): any mask.
 
     Attributes:
-        rows, keys: the chunk (:func:`~pebench.attention.attention_blocks`); rows of the
+        rows, keys: the chunk (:func:`~pebench.attention.attention_tiles`); rows of the
             query order of :meth:`order`.
         used: the buckets 0..used-1 that the chunk's per-bucket terms cover (all 2k + 1).
         buckets: the bucket of each of the chunk's (query, key) pairs, ``[rows, keys]`` long.

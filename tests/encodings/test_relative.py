@@ -9,7 +9,7 @@ from pebench.encodings import relative as relative_module
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
 from pebench.model import ModelConfig
-from tests.helpers import build, spy_on_blocks
+from tests.helpers import build, spy_on_tiles
 
 SELF = Site("decoder", 0, "self")
 
@@ -66,8 +66,8 @@ def test_matches_the_papers_pairwise_formula(s, clip, block_bytes, mask):
     expected = pairwise_formula(q, k, v, allowed, relative.key_vectors[0], relative.value_vectors[0], clip)
     expected_grads = torch.autograd.grad((expected * gradient).sum(), inputs)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "BLOCK_BYTES", block_bytes)
-        plans, kinds, blocks = spy_on_blocks(patch, relative_module), [], relative_module._blocks
+        patch.setattr(base, "TILE_BYTES", block_bytes)
+        plans, kinds, blocks = spy_on_tiles(patch, relative_module), [], relative_module._blocks
 
         def spy_on_kinds(*args):
             made = blocks(*args)
@@ -95,7 +95,7 @@ def test_causal_blocks_are_banded_when_the_first_chunk_has_more_than_k_rows():
 
     def kinds(s: int, banded: bool = True) -> set[type]:
         q, pos = torch.zeros(2, 2, s, 8), torch.arange(s)
-        return {type(chunk) for _, chunk in _blocks(base.attention_blocks(q, q, causal=True), pos, pos, key_vectors, banded)}
+        return {type(chunk) for _, chunk in _blocks(base.attention_tiles(q, q, causal=True), pos, pos, key_vectors, banded)}
 
     assert kinds(37) == {Banded}  # chunks of 10, 10, 10 and 7 rows
     assert kinds(17) == {Banded}  # 5, 5, 5 and 2: the last starts past key 4
@@ -124,7 +124,7 @@ def test_evaluation_keeps_one_block_of_attention_weights_at_a_time():
     for encoding in ("nope", "relative"):
         model = build(encoding, max_length=1024).eval()
         with pytest.MonkeyPatch.context() as patch, torch.no_grad():
-            patch.setattr(base, "BLOCK_BYTES", 1 << 20)
+            patch.setattr(base, "TILE_BYTES", 1 << 20)
             peaks[encoding] = peak_memory_mb(lambda: model(tokens), torch.device("cpu"))
     assert peaks["nope"] >= 1 and peaks["relative"] - peaks["nope"] < 5
 
