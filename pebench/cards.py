@@ -35,7 +35,7 @@ PACKAGE = Path(__file__).resolve().parent
 
 
 def card_dir(kind: str) -> Path:
-    """Where the built-in cards of ``kind`` ("encodings" or "tasks") live."""
+    """Where the built-in cards of ``kind`` ("encodings", "tasks" or "suites") live."""
     packaged = PACKAGE / "_cards" / kind
     return packaged if packaged.is_dir() else PACKAGE.parent / kind
 
@@ -59,6 +59,37 @@ def encoding_cards() -> dict[str, dict]:
 def task_cards() -> dict[str, dict]:
     """Every task card by name."""
     return {name: _read(path, name) for name, path in _card_files("tasks").items()}
+
+
+def suite_cards() -> dict[str, dict]:
+    """Every suite card by name (``suites/*.toml``): a suite lists its tasks, in its order,
+    either flat (``tasks = [...]``) or by level (``[levels]``: the Chomsky hierarchy's)."""
+    cards = {}
+    for name, path in _card_files("suites").items():
+        with path.open("rb") as file:
+            cards[name] = {"name": name, **tomllib.load(file)}
+    return cards
+
+
+def suite_levels(name: str) -> dict[str, tuple[str, ...]]:
+    """The suite's tasks by level, in order ({"": tasks} for a suite without levels).
+
+    Raises:
+        UnknownNameError: listing the known suites.
+    """
+    card = _lookup(suite_cards(), name, "suite")
+    levels = card.get("levels", {"": card.get("tasks", [])})
+    return {level: tuple(tasks) for level, tasks in levels.items()}
+
+
+def suite_tasks(name: str) -> tuple[str, ...]:
+    """The suite's tasks, in its order (:func:`suite_levels` one after another)."""
+    return tuple(task for tasks in suite_levels(name).values() for task in tasks)
+
+
+def suite_of(task: str) -> str:
+    """The name of the suite that lists ``task`` ("" when none does)."""
+    return next((name for name in suite_cards() if task in suite_tasks(name)), "")
 
 
 def encoding_card(name: str) -> dict:

@@ -22,13 +22,14 @@ import torch
 from tabulate import tabulate
 
 from . import __version__, bench, checkpoints, execution, sweep
-from .cards import encoding_cards, task_cards
+from .cards import encoding_cards, suite_of, task_cards
 from .data import DATA_ENV
 from .sections import refresh_sections
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
 from .layout import USER_RESULTS, leaderboards_dir, runs_dir
+from .metrics import METRICS
 from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
 from .tasks.base import LengthBucket
@@ -148,7 +149,7 @@ def command_evaluate(args) -> int:
 
 def _print_run(record: dict, path: Path) -> None:
     metrics = record["task"]["metrics"]["names"]
-    digits = ".2f" if record["task"]["metrics"]["primary"] in ("bleu", "chrf") else ".3f"
+    digits = f".{METRICS[record['task']['metrics']['primary']].digits}f"
 
     def value(metric_values: dict | None, name: str) -> str:
         found = (metric_values or {}).get(name)
@@ -181,8 +182,8 @@ def _print_run(record: dict, path: Path) -> None:
 def command_list(args) -> int:
     encodings = [[name, card["plugin"], card["description"], card["reference"]] for name, card in encoding_cards().items()]
     print(tabulate(encodings, headers=["encoding", "plugin", "description", "reference"]))
-    cards = sorted(task_cards().items(), key=lambda item: (item[1].get("suite", ""), item[0]))
-    tasks = [[card.get("suite", ""), name, card["model"]["architecture"], f"{LengthBucket(*card['split']['train']).label} {card['split'].get('unit', '')}",
+    cards = sorted(task_cards().items(), key=lambda item: (suite_of(item[0]), item[0]))
+    tasks = [[suite_of(name), name, card["model"]["architecture"], f"{LengthBucket(*card['split']['train']).label} {card['split'].get('unit', '')}",
               card["metrics"]["primary"], card["description"]] for name, card in cards]
     print()
     print(tabulate(tasks, headers=["suite", "task", "model", "train lengths", "primary", "description"]))

@@ -15,16 +15,61 @@ end token (EOS) where one was produced:
 Text metrics: corpus BLEU (Papineni et al. 2002) and chrF (Popović 2015) on detokenized
 hypotheses against one raw reference stream, each with its sacrebleu signature (sacrebleu's
 defaults: 13a tokenization, exponential smoothing; chrF with n = 6, beta = 2).
+
+Language-model metrics (:mod:`pebench.perplexity`): perplexity and bits per token, of the
+nonoverlapping and the sliding-window evaluation.
+
+:data:`METRICS` is the registry of every metric: its kind (how it is scored and aggregated),
+its direction and how many digits a table shows; nothing else in pebench spells these facts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sacrebleu.metrics import BLEU, CHRF
 
-EXAMPLE_METRICS = ("sequence_accuracy", "exact_match", "teacher_forced_accuracy")
-TEXT_METRICS = {"bleu": BLEU, "chrf": CHRF}
+KINDS = ("example", "text", "language_model")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What pebench knows of a metric.
+
+    Args:
+        name: as a task card names it.
+        kind: ``"example"`` (scored per example, averaged over a length's examples, then over a
+            split's lengths), ``"text"`` (a corpus score over a split's sentences, sacrebleu) or
+            ``"language_model"`` (scored on a text at each evaluation length).
+        higher_is_better: the direction of "better" (ranks, differences, plots).
+        digits: decimals a table shows.
+    """
+
+    name: str
+    kind: str
+    higher_is_better: bool = True
+    digits: int = 3
+
+
+METRICS = {metric.name: metric for metric in (
+    Metric("sequence_accuracy", "example"), Metric("exact_match", "example"), Metric("teacher_forced_accuracy", "example"),
+    Metric("bleu", "text", digits=2), Metric("chrf", "text", digits=2),
+    *(Metric(name, "language_model", higher_is_better=False) for name in ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")),
+)}
+
+
+def of_kind(kind: str) -> tuple[str, ...]:
+    """The names of the metrics of ``kind``, in registry order."""
+    return tuple(name for name, metric in METRICS.items() if metric.kind == kind)
+
+
+def higher_is_better(name: str) -> bool:
+    return METRICS[name].higher_is_better
+
+
+EXAMPLE_METRICS, LM_METRICS = of_kind("example"), of_kind("language_model")
+TEXT_METRICS = {"bleu": BLEU, "chrf": CHRF}  # sacrebleu's metric of each text metric
 BLEU_ORDER = 4  # BLEU's longest n-gram (sacrebleu's default)
 
 

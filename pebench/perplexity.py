@@ -27,8 +27,6 @@ from .batching import FIRST_SYMBOL
 from .devices import autocast
 from .model import Transformer
 
-LM_METRICS = ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")
-LOWER_IS_BETTER = frozenset(LM_METRICS)  # every other metric of pebench: higher is better
 POSITION_BINS = 64
 
 

@@ -22,14 +22,12 @@ from dataclasses import Field, dataclass, field, fields
 from .batching import packed_length
 from .card_values import check_type
 from .decoding import DecodingConfig
-from .metrics import EXAMPLE_METRICS, TEXT_METRICS
-from .perplexity import LM_METRICS
+from .metrics import EXAMPLE_METRICS, LM_METRICS, METRICS, of_kind
 from .model import ModelConfig
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
 PROTOCOL_VERSION = 2
-METRICS = (*EXAMPLE_METRICS, *TEXT_METRICS, *LM_METRICS)
 VALIDATION_EXAMPLES = 200
 
 
@@ -200,7 +198,7 @@ SECTION_KEYS = {
 
 
 def _is_text(metric_names) -> bool:
-    return any(name in TEXT_METRICS for name in metric_names)
+    return any(METRICS[name].kind == "text" for name in metric_names if name in METRICS)
 
 
 def length_bucket(bounds, what: str, spread: bool = True) -> LengthBucket:
@@ -274,11 +272,11 @@ def resolve(card: dict) -> Protocol:
     metrics = card["metrics"]
     unknown = set(metrics["names"]) - set(METRICS)
     if unknown or metrics["primary"] not in metrics["names"]:
-        raise ValueError(f"metrics must come from {METRICS} and include the primary; got {metrics}")
+        raise ValueError(f"metrics must come from {tuple(METRICS)} and include the primary; got {metrics}")
     text = _is_text(metrics["names"])
-    kinds = [kind for kind in (EXAMPLE_METRICS, TEXT_METRICS, LM_METRICS) if set(metrics["names"]) & set(kind)]
+    kinds = {METRICS[name].kind for name in metrics["names"]}
     if len(kinds) > 1:
-        raise ValueError(f"metrics are of one kind: per example ({', '.join(EXAMPLE_METRICS)}), text ({', '.join(TEXT_METRICS)}) "
+        raise ValueError(f"metrics are of one kind: per example ({', '.join(EXAMPLE_METRICS)}), text ({', '.join(of_kind('text'))}) "
                          f"or language model ({', '.join(LM_METRICS)}); got {metrics['names']}")
     for key in ("eval_examples", "eval_seed", "validation_examples", "validation_seed"):
         check_type(f"split.{key}", split.get(key, 0), int)
@@ -289,16 +287,16 @@ def resolve(card: dict) -> Protocol:
         raise ValueError(f"split.validation_examples must be at least 1; got {split['validation_examples']}")
     model = _section(card, "model", ModelConfig)
     if text and model.architecture != "encoder_decoder":
-        raise ValueError(f"text metrics ({', '.join(TEXT_METRICS)}) decode with an encoder-decoder; set model.architecture = \"encoder_decoder\"")
+        raise ValueError(f"text metrics ({', '.join(of_kind('text'))}) decode with an encoder-decoder; set model.architecture = \"encoder_decoder\"")
     decoding = _section(card, "decoding", DecodingConfig)
     if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
         raise ValueError(f"decoding.strategy = \"beam\" decodes an encoder-decoder; this task's model is {model.architecture!r}: use \"greedy\"")
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
-    if task.language_model != bool(set(metrics["names"]) & set(LM_METRICS)) or (task.language_model and model.architecture != "decoder"):
+    if task.language_model != ("language_model" in kinds) or (task.language_model and model.architecture != "decoder"):
         raise ValueError(f"a language-model task family goes with the language-model metrics ({', '.join(LM_METRICS)}) and a decoder-only "
                          f"model, and only it does; task family '{card['family']}' with {metrics['names']} and {model.architecture!r}")
     if text and type(task).detokenize is Task.detokenize:
-        raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(TEXT_METRICS)}")
+        raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(of_kind('text'))}")
     return Protocol(
         name=card["name"],
         task=task,

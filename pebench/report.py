@@ -53,9 +53,9 @@ import pandas as pd
 from scipy import stats
 from tabulate import tabulate
 
-from .perplexity import LOWER_IS_BETTER
+from .cards import suite_levels
+from .metrics import METRICS, higher_is_better
 from .results import Tables, legend, tables
-from .tasks.chomsky import FAMILIES
 
 BENCH_LENGTH = 256
 FORMATS = {"md": "github", "tex": "latex_booktabs", "html": "html"}
@@ -122,7 +122,7 @@ def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.D
     board = pd.DataFrame(rows)
     protocol2 = runs["protocol"].iloc[0] == 2
     scored = board["ranked"] & board["OOD mean"].notna() & protocol2
-    higher_better = metric not in LOWER_IS_BETTER
+    higher_better = higher_is_better(metric)
     board["rank"] = board["OOD mean"].where(scored).rank(ascending=not higher_better, method="average")
     if throughput is not None:
         board = board.join(bench_columns(throughput, runs["architecture"].iloc[0]), on="encoding")
@@ -216,7 +216,7 @@ def render(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.Da
              else "throughput: no benchmark table (run `pebench bench`)")
     parts = []
     for index, (metric, board) in enumerate(boards.items()):
-        shown = display(board, 2 if metric in ("bleu", "chrf") else 3)
+        shown = display(board, METRICS[metric].digits)
         if index:
             shown = shown.drop(columns=[c for c in ("rank", "learned ID", "steps") if c in shown])
         parts.append(f"{_title(name, table, runs, metric)}{'; ' + speed if index == 0 else ''}\n\n{_table(shown, table_format)}\n")
@@ -276,7 +276,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
     point, samples, ranks, ran = {}, {}, {}, {}
     for task, task_runs in sorted(runs.groupby("task")):
         scored = metric or task_runs["primary"].iloc[0]
-        ood = run_scores(table, task_runs, scored)["OOD"] * (-1 if scored in LOWER_IS_BETTER else 1)  # higher is better from here
+        ood = run_scores(table, task_runs, scored)["OOD"] * (1 if higher_is_better(scored) else -1)  # higher is better from here
         cells = {e: g for e, g in task_runs.groupby("encoding")}
         seeds = np.sort(task_runs.seed.unique())
         unpaired = sorted(e for e, group in cells.items() if not np.array_equal(np.unique(group.seed), seeds))
@@ -487,10 +487,10 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
         axes.fill_between(mean.index, mean - half, mean + half, color=color, alpha=0.12, linewidth=0)
     lo, hi = runs["train_lo"].iloc[0], runs["train_hi"].iloc[0]
     axes.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, label=f"training lengths ({lo}-{hi})")
-    per = "bucket midpoints" if metric in ("bleu", "chrf") else "per length"
+    per = "bucket midpoints" if METRICS[metric].kind == "text" else "per length"
     axes.set(xlabel=f"length ({runs['unit'].iloc[0]}; {per})", ylabel=metric,
              title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)")
-    if metric in LOWER_IS_BETTER:  # Press et al.'s figure 1: perplexity against the evaluation length, both on log scales
+    if METRICS[metric].kind == "language_model":  # Press et al.'s figure 1: perplexity against the evaluation length, both on log scales
         axes.set_xscale("log", base=2)
         axes.set_yscale("log")
     else:
@@ -564,7 +564,7 @@ def _plot_points(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame
     """(run, x, value) of ``metric``: per length where recorded, else per bucket midpoint (an
     open last bucket at 1.25x its lower edge)."""
     lengths = table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)]
-    if metric not in ("bleu", "chrf") and not lengths.empty:
+    if METRICS[metric].kind != "text" and not lengths.empty:
         return lengths.rename(columns={"length": "x"})[["run", "x", "value"]].astype({"value": float})
     buckets = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric) & (table.scores.order >= 2)]
     x = [(lo + hi) / 2 if hi != float("inf") else 1.25 * lo for lo, hi in zip(buckets["lo"], buckets["hi"])]
@@ -599,7 +599,7 @@ def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | Non
         printed = _write_all(table, records, staging, throughput)
         (staging / "validity.md").write_text(validity_section(table))
         (staging / "runtime.md").write_text(render_run_times(table))
-        chomsky = suite_scores(table, FAMILIES)
+        chomsky = suite_scores(table, suite_levels("chomsky"))
         if not chomsky.empty:
             (staging / "chomsky.md").write_text(render_suite(chomsky, CHOMSKY_TITLE))
             chomsky.to_csv(staging / "chomsky.csv", index=False, float_format="%.6g")

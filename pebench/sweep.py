@@ -31,6 +31,7 @@ from tqdm import tqdm
 from . import engines, execution
 from .engines import EngineOptions
 from .execution import Planned
+from .cards import suite_cards, suite_tasks
 from .records import is_complete
 
 @dataclass
@@ -41,16 +42,14 @@ class Cell:
 
 def names(requested: str, known: dict, kind: str) -> list[str]:
     """``"all"`` or a comma-separated list of names, checked later by :func:`plan_grid`; a
-    suite's name (a task card's ``suite``: ``chomsky``, ``synthetic``, ``real``) stands for its
-    tasks."""
+    suite's name (a suite card, ``suites/*.toml``: ``chomsky``, ``synthetic``, ``real``) stands
+    for its tasks, in the order of ``known``."""
     if requested == "all":
         return list(known)
     chosen = [name.strip() for name in requested.split(",") if name.strip()]
     if not chosen:
         raise ValueError(f"--{kind} needs 'all' or a comma-separated list of names; got {requested!r}")
-    suites = {}
-    for name, card in known.items():
-        suites.setdefault(card.get("suite"), []).append(name)
+    suites = {suite: [name for name in known if name in suite_tasks(suite)] for suite in suite_cards()}
     expanded = [member for name in chosen for member in (suites[name] if name not in known and name in suites else [name])]
     return list(dict.fromkeys(expanded))
 

@@ -27,16 +27,16 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from .perplexity import LOWER_IS_BETTER
+from .metrics import higher_is_better
 from .report import counts_ood, interval, leaderboard, overall, ranked_runs, run_scores
 from .results import Tables
-from .tasks.chomsky import FAMILIES
+from .cards import suite_tasks
 
-SYNTHETIC = ("copy", "reverse", "sort", "addition")
+SYNTHETIC = suite_tasks("synthetic")
 KAZEMNEJAD_ORDER = ("nope", "t5", "alibi", "rope", "sinusoidal")
 KAZEMNEJAD_MRR = {"nope": 0.687, "t5": 0.549, "alibi": 0.502, "rope": 0.330, "sinusoidal": 0.215}
 RANDOMIZED_PAIRS = {"randomized": "rope", "randomized_sinusoidal": "sinusoidal"}
-RUOSS_TASKS = ("copy", "reverse") + tuple(task for family in FAMILIES.values() for task in family)  # theirs: the Chomsky suite
+RUOSS_TASKS = ("copy", "reverse") + suite_tasks("chomsky")  # theirs: the Chomsky suite
 NEAR_ZERO = 0.05  # OOD exact match below this reads as "about 0"
 
 
@@ -104,7 +104,7 @@ def _difference(wide: pd.DataFrame, scored: str) -> tuple[float, float, int]:
     """The mean of (a - b) over the rows of :func:`paired_scores`' frame [seeds, (a, b)], turned
     around where ``scored`` is lower-better, its 95% Student-t half-width and the seeds."""
     a, b = wide.columns
-    difference = (wide[a] - wide[b]) * (-1 if scored in LOWER_IS_BETTER else 1)
+    difference = (wide[a] - wide[b]) * (1 if higher_is_better(scored) else -1)
     return (float(difference.mean()) if len(difference) else float("nan")), interval(difference), len(difference)
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pebench.batching import BOS, EOS, FIRST_SYMBOL, IGNORE, PLACEHOLDER, SEP, pack, target_tokens
-from pebench.cards import encoding_card, task_card, task_cards, with_plugin_defaults
+from pebench.cards import encoding_card, suite_cards, suite_levels, suite_of, suite_tasks, task_card, task_cards, with_plugin_defaults
 from pebench.encodings.nope import NoPE
 from pebench.evaluation import evaluate
 from pebench.model import ModelConfig
@@ -16,7 +16,7 @@ from pebench.protocol import resolve
 from pebench.tasks import chomsky
 from pebench.train import set_up
 
-SUITE = [name for name, card in task_cards().items() if card.get("suite") == "chomsky"]
+SUITE = list(suite_tasks("chomsky"))
 
 
 def task(name):
@@ -137,7 +137,17 @@ def test_the_one_pass_format_marks_the_end_token_and_masks_what_follows():
 
 
 def test_the_suite_has_the_papers_fifteen_tasks_with_their_levels():
-    assert sorted(SUITE) == sorted(name for names in chomsky.FAMILIES.values() for name in names) and len(SUITE) == 15
+    # Delétang et al. 2023, table 1: 4 regular, 4 deterministic context-free, 7 context-sensitive tasks
+    levels = suite_levels("chomsky")
+    assert {level: len(tasks) for level, tasks in levels.items()} == {"regular": 4, "dcf": 4, "cs": 7}
+    assert len(SUITE) == 15 and set(SUITE) <= set(task_cards())
+    assert all(type(task(name)).__module__ == chomsky.__name__ for name in SUITE)
+
+
+def test_every_task_belongs_to_one_suite_at_most_and_every_listed_task_has_a_card():
+    listed = [name for suite in suite_cards() for name in suite_tasks(suite)]
+    assert len(listed) == len(set(listed)) and set(listed) <= set(task_cards())
+    assert suite_of("copy") == "synthetic" and suite_of("bucket_sort") == "chomsky" and suite_of("wmt_long") == "real"
 
 
 @pytest.mark.parametrize("name", SUITE)

@@ -448,10 +448,3 @@ class BucketSort(BinaryString):
 
     def solve(self, source):
         return sorted(source)
-
-
-FAMILIES = {
-    "regular": ("even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation"),
-    "dcf": ("stack_manipulation", "reverse_string", "modular_arithmetic_brackets", "solve_equation"),
-    "cs": ("duplicate_string", "missing_duplicate_string", "odds_first", "binary_addition", "binary_multiplication", "compute_sqrt", "bucket_sort"),
-}  # the paper's levels of the hierarchy
