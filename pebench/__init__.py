@@ -1,23 +1,24 @@
 """pebench: which positional encoding keeps working on sequences longer than it was trained on,
 and at what cost?"""
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-
-from .encodings.base import Geometry, PositionalEncoding, PositionLimitError, Site
 
 try:
     __version__ = version("pebench")
 except PackageNotFoundError:  # pragma: no cover - running from an uninstalled checkout
     __version__ = "0.0.0+unknown"
 
-__all__ = ["Geometry", "PositionalEncoding", "PositionLimitError", "Site", "__version__", "load_results"]
+_LAZY = {name: "pebench.encodings.base" for name in ("Geometry", "PositionalEncoding", "PositionLimitError", "Site", "require_range")}
+_LAZY["load_results"] = "pebench.results"
+__all__ = [*_LAZY, "__version__"]
 
 
 def __getattr__(name: str):
-    """``pebench.load_results`` (:func:`pebench.results.load_results`), imported on first use:
-    ``import pebench`` stays free of pandas for plugins."""
-    if name == "load_results":
-        from .results import load_results
-
-        return load_results
+    """The public names, imported on first use (PEP 562): ``import pebench`` stays free of torch
+    for the report and of pandas for plugins; ``pebench.PositionalEncoding`` is
+    :class:`pebench.encodings.base.PositionalEncoding`, ``pebench.load_results``
+    :func:`pebench.results.load_results`."""
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'pebench' has no attribute {name!r}")

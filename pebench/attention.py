@@ -88,8 +88,11 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sli
     row_bytes = h * s_k * q.element_size()  # one query row's scores, all heads
     rows = min(s_q, max(1, TILE_BYTES // row_bytes), math.ceil(s_q / CAUSAL_CHUNKS) if causal else s_q)
     examples = max(1, TILE_BYTES // (rows * row_bytes))
-    return [(slice(first, first + examples), slice(row, row + rows), min(row + rows, s_k) if causal else s_k)
-            for first in range(0, b, examples) for row in range(0, s_q, rows)]
+    return [
+        (slice(first, first + examples), slice(row, row + rows), min(row + rows, s_k) if causal else s_k)
+        for first in range(0, b, examples)
+        for row in range(0, s_q, rows)
+    ]
 
 
 def as_4d(x: Tensor) -> Tensor:

@@ -147,10 +147,23 @@ def peer_contender(settings: Settings, option: str) -> Contender:
 
     def build(shape: Shape) -> nn.Module:
         c = model_config(settings, "decoder")
-        layers = Decoder(dim=c.d_model, depth=c.n_layers, heads=c.n_heads, attn_dim_head=c.d_model // c.n_heads,
-                         ff_mult=c.d_ff // c.d_model, attn_flash=option != "t5", **layer_options)
-        return TransformerWrapper(num_tokens=VOCAB_SIZE["decoder"], max_seq_len=shape.length, attn_layers=layers, tie_embedding=True,
-                                  use_abs_pos_emb=option == "sinusoidal", scaled_sinu_pos_emb=option == "sinusoidal")
+        layers = Decoder(
+            dim=c.d_model,
+            depth=c.n_layers,
+            heads=c.n_heads,
+            attn_dim_head=c.d_model // c.n_heads,
+            ff_mult=c.d_ff // c.d_model,
+            attn_flash=option != "t5",
+            **layer_options,
+        )
+        return TransformerWrapper(
+            num_tokens=VOCAB_SIZE["decoder"],
+            max_seq_len=shape.length,
+            attn_layers=layers,
+            tie_embedding=True,
+            use_abs_pos_emb=option == "sinusoidal",
+            scaled_sinu_pos_emb=option == "sinusoidal",
+        )
 
     return Contender(f"x-transformers:{option}", "x-transformers", build, architectures=("decoder",))
 
@@ -294,8 +307,14 @@ def build_benches(shape: Shape, chosen: list[Contender], settings: Settings) -> 
     each (name -> row) and a :class:`Bench` for each that could be built."""
     rows, benches = {}, []
     for contender in (c for c in chosen if shape.architecture in c.architectures):
-        row = {"contender": contender.name, "implementation": contender.implementation, "shape": str(shape),
-               "architecture": shape.architecture, "length": shape.length, "batch": settings.batch_size(shape)}
+        row = {
+            "contender": contender.name,
+            "implementation": contender.implementation,
+            "shape": str(shape),
+            "architecture": shape.architecture,
+            "length": shape.length,
+            "batch": settings.batch_size(shape),
+        }
         try:
             bench = Bench(contender, shape, settings, torch.Generator().manual_seed(0))  # the same batch for all
             row["parameters"] = sum(p.numel() for p in bench.model.parameters())
@@ -324,8 +343,7 @@ def measure_memory(shape: Shape, chosen: list[Contender], settings: Settings) ->
     return rows
 
 
-def measure_speed(shape: Shape, chosen: list[Contender], settings: Settings, rows: dict[str, dict],
-                  progress: Callable[[str], None]) -> None:
+def measure_speed(shape: Shape, chosen: list[Contender], settings: Settings, rows: dict[str, dict], progress: Callable[[str], None]) -> None:
     """Interleaved timed rounds at ``shape`` over the contenders that ran in
     :func:`measure_memory`, after one untimed warm-up round; adds seconds and tokens/s to ``rows``."""
     benches = [b for b in build_benches(shape, chosen, settings)[1] if "error" not in rows[b.contender.name]]
@@ -358,14 +376,20 @@ def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
     peer = table[table.implementation == "x-transformers"]
     peer_speed = {(row.contender.split(":", 1)[1], row.shape): row.train_tokens_per_second for row in peer.itertuples()}
     table["train_vs_peer"] = [
-        row.train_tokens_per_second / peer_speed[(row.contender, row.shape)] if (row.contender, row.shape) in peer_speed and row.implementation == "pebench" else float("nan")
+        row.train_tokens_per_second / peer_speed[(row.contender, row.shape)]
+        if (row.contender, row.shape) in peer_speed and row.implementation == "pebench"
+        else float("nan")
         for row in table.itertuples()
     ]
     return table
 
 
-def run_benchmark(settings: Settings, chosen: list[Contender], progress: Callable[[str], None] = lambda message: None,
-                  shape_done: Callable[[pd.DataFrame], None] = lambda table: None) -> pd.DataFrame:
+def run_benchmark(
+    settings: Settings,
+    chosen: list[Contender],
+    progress: Callable[[str], None] = lambda message: None,
+    shape_done: Callable[[pd.DataFrame], None] = lambda table: None,
+) -> pd.DataFrame:
     """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
     with ratios. Memory is measured at every shape first, then the shapes are timed one after
     another; after each, ``shape_done`` is given the table of the shapes timed so far (the last
@@ -411,14 +435,18 @@ def render(table: pd.DataFrame, table_format: str = "github") -> str:
     peer) with one column per shape."""
     import pandas as pd
 
-    absolute = pd.DataFrame({
-        "contender": table.contender, "shape": table["shape"], "batch": table.batch,
-        "train tok/s": table.train_tokens_per_second.map(lambda v: _format(v, ",.0f")),
-        "eval tok/s": table.eval_tokens_per_second.map(lambda v: _format(v, ",.0f")),
-        "train peak MiB": table.train_peak_mb.map(lambda v: _format(v, ",.0f")) if "train_peak_mb" in table else "—",
-        "eval peak MiB": table.eval_peak_mb.map(lambda v: _format(v, ",.0f")) if "eval_peak_mb" in table else "—",
-        "note": table["error"].fillna(""),
-    })
+    absolute = pd.DataFrame(
+        {
+            "contender": table.contender,
+            "shape": table["shape"],
+            "batch": table.batch,
+            "train tok/s": table.train_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+            "eval tok/s": table.eval_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+            "train peak MiB": table.train_peak_mb.map(lambda v: _format(v, ",.0f")) if "train_peak_mb" in table else "—",
+            "eval peak MiB": table.eval_peak_mb.map(lambda v: _format(v, ",.0f")) if "eval_peak_mb" in table else "—",
+            "note": table["error"].fillna(""),
+        }
+    )
     shapes = list(dict.fromkeys(table["shape"]))
     ratios = []
     for name, rows in table.groupby("contender", sort=False):
@@ -475,11 +503,17 @@ def summary(table: pd.DataFrame) -> str | None:
 def environment(settings: Settings) -> dict:
     device = settings.device
     return {
-        "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
-        "threads": torch.get_num_threads(), "precision": "bf16 autocast" if device.type == "cuda" else "fp32",
-        "tokens_per_batch": settings.tokens_per_batch, "rounds": settings.rounds, "warmup_rounds": 1,
-        "model_tasks": settings.model_tasks, "date": time.strftime("%Y-%m-%d"),
+        "threads": torch.get_num_threads(),
+        "precision": "bf16 autocast" if device.type == "cuda" else "fp32",
+        "tokens_per_batch": settings.tokens_per_batch,
+        "rounds": settings.rounds,
+        "warmup_rounds": 1,
+        "model_tasks": settings.model_tasks,
+        "date": time.strftime("%Y-%m-%d"),
     }
 
 
@@ -521,9 +555,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
     parser.add_argument("--threads", type=int, help="CPU threads of torch's operations (default: torch's own, the cores)")
     parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
-    parser.add_argument("--results", type=Path, default=USER_RESULTS,
-                        help=f"results folder: the tables go to <results>/throughput, which pebench report reads, or to "
-                             f"<results>/throughput/quick with --quick, so that a smoke test never replaces the figures (default: ./{USER_RESULTS})")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=USER_RESULTS,
+        help=f"results folder: the tables go to <results>/throughput, which pebench report reads, or to "
+        f"<results>/throughput/quick with --quick, so that a smoke test never replaces the figures (default: ./{USER_RESULTS})",
+    )
     parser.add_argument("--out", type=Path, help="the exact folder of the tables instead (e.g. results/throughput-gpu)")
 
 
@@ -553,10 +591,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
     Raises:
         ValueError: for fewer than 1 round or tokens.
     """
-    settings = Settings(shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL,
-                        rounds=args.rounds if args.rounds is not None else 2 if args.quick else Settings.rounds,
-                        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else Settings.tokens_per_batch, device=resolve_device(args.device),
-                        encodings=tuple(args.encodings.split(",")) if args.encodings else None, peer=not args.no_peer)
+    settings = Settings(
+        shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL,
+        rounds=args.rounds if args.rounds is not None else 2 if args.quick else Settings.rounds,
+        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else Settings.tokens_per_batch,
+        device=resolve_device(args.device),
+        encodings=tuple(args.encodings.split(",")) if args.encodings else None,
+        peer=not args.no_peer,
+    )
     if settings.rounds < 1 or settings.tokens_per_batch < 1:
         raise ValueError(f"--rounds and --tokens must be at least 1; got {settings.rounds} and {settings.tokens_per_batch}")
     return settings

@@ -117,37 +117,6 @@ def _read(path: Path, name: str) -> dict:
     return card
 
 
-def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
-    """Apply ``key=value`` overrides in place. ``encoding.NAME=V`` sets an encoding param;
-    ``SECTION.NAME=V`` sets a field of the task card (e.g. ``training.steps=200``).
-    Values are TOML literals (``3``, ``0.1``, ``true``, ``[1, 8]``); anything else is a string.
-
-    A key may be one the card sets or any setting of the protocol's sections (``training.target``
-    on a card that sets none, ``decoding.beam_size``).
-
-    Raises:
-        ValueError: for a malformed override or an unknown task-card key (listing the known keys).
-    """
-    from .protocol import SECTION_KEYS  # the protocol module reads cards' sections; import it when needed
-
-    for override in overrides:
-        key, sep, raw = override.partition("=")
-        path = key.strip().split(".")
-        if not sep or len(path) != 2 or not all(path):
-            raise ValueError(f"--set expects SECTION.KEY=VALUE (e.g. training.steps=200 or encoding.delta=0.05); got {override!r}")
-        section, field = path
-        value = parse_value(raw.strip())
-        if section == "encoding":
-            encoding["params"][field] = value
-            continue
-        card_keys = task.get(section) if isinstance(task.get(section), dict) else {}
-        if field not in card_keys and field not in SECTION_KEYS.get(section, ()):
-            known = sorted({f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body}
-                           | {f"{s}.{k}" for s, keys in SECTION_KEYS.items() for k in keys})
-            raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
-        task.setdefault(section, {})[field] = value
-
-
 def parse_value(raw: str):
     """A ``--set`` value: a TOML literal (``3``, ``0.1``, ``true``, ``[1, 8]``, ``"rope"``), else a
     number Python reads (``07``, which TOML refuses for its leading zero), else the text itself."""
@@ -168,8 +137,11 @@ def with_plugin_defaults(encoding: dict) -> dict:
     values win), so that a record holds every parameter the encoding ran with, and a parameter
     set to its default is no other configuration than leaving it out."""
     cls = plugins(ENCODINGS)[encoding["plugin"]]
-    defaults = {name: p.default for name, p in inspect.signature(cls).parameters.items()
-                if name != "geometry" and p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD}
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(cls).parameters.items()
+        if name != "geometry" and p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD
+    }
     return {**encoding, "params": {**defaults, **encoding["params"]}}
 
 

@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 
 from . import layout
-from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
+from .cards import changed_settings, encoding_card, task_card, with_plugin_defaults
 from .devices import environment
 from .evaluation import evaluate
-from .protocol import resolve
+from .protocol import apply_overrides, resolve
 from .records import SCHEMA_VERSION, new_record, record_path, record_problem, write_atomically, write_record
 from .registry import ENCODINGS, origin
 from .train import build_model
@@ -81,8 +81,10 @@ def plan_evaluation(path: Path, overrides: list[str], results: Path) -> tuple[di
     for override in overrides:
         key = override.partition("=")[0].strip()
         if key not in EVALUATION_KEYS and not key.startswith("decoding."):
-            raise ValueError(f"--set {key} would change the trained model; pebench evaluate changes only {', '.join(EVALUATION_KEYS)} "
-                             f"and decoding.* (to change {key}, train anew with pebench run)")
+            raise ValueError(
+                f"--set {key} would change the trained model; pebench evaluate changes only {', '.join(EVALUATION_KEYS)} "
+                f"and decoding.* (to change {key}, train anew with pebench run)"
+            )
     task = copy.deepcopy(source["task"])
     apply_overrides(task, {"params": {}}, overrides)
     cards = (task_card(task["name"]), with_plugin_defaults(encoding_card(source["encoding"]["name"])))
@@ -111,8 +113,15 @@ def rescore(path: Path, overrides: list[str], results: Path, device: torch.devic
     buckets, scores = evaluate(model, protocol, protocol.evaluation_sets(), device)
     record = new_record(task, source["encoding"], source["seed"], overrides, settings, origin(ENCODINGS, source["encoding"]["plugin"]))
     record.update(
-        status="ok", environment=environment(device), parameters=model.parameter_counts(), model=source["model"],
-        training=source["training"], sequence_lengths=lengths, data=protocol.task.data, buckets=buckets, scores=scores,
+        status="ok",
+        environment=environment(device),
+        parameters=model.parameter_counts(),
+        model=source["model"],
+        training=source["training"],
+        sequence_lengths=lengths,
+        data=protocol.task.data,
+        buckets=buckets,
+        scores=scores,
         stages={"data_seconds": round(data_seconds, 2), "eval_seconds": round(time.perf_counter() - tick, 2)},
         evaluated_from={"record": str(path), "checkpoint": source["checkpoint"], "git_commit": source.get("git_commit")},
     )

@@ -24,7 +24,6 @@ from tabulate import tabulate
 from . import __version__, bench, checkpoints, execution, sweep
 from .cards import encoding_cards, suite_of, task_cards
 from .data import DATA_ENV
-from .sections import refresh_sections
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
@@ -32,12 +31,17 @@ from .layout import USER_RESULTS, leaderboards_dir, runs_dir
 from .metrics import METRICS
 from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
+from .sections import refresh_sections
 from .tasks.base import LengthBucket
 
-RESULTS_HELP = (f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
-                "the committed grid, tables and benchmark: --results results)")
-THREADS_HELP = ("CPU threads of torch's operations (default: torch's own, the cores; recorded in each run): the order of "
-                "floating-point sums, so a run's numbers, depend on it")
+RESULTS_HELP = (
+    f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
+    "the committed grid, tables and benchmark: --results results)"
+)
+THREADS_HELP = (
+    "CPU threads of torch's operations (default: torch's own, the cores; recorded in each run): the order of "
+    "floating-point sums, so a run's numbers, depend on it"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,8 +55,14 @@ def _parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--seed", type=int, default=0)
     run_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
     run_parser.add_argument("--results", type=Path, default=USER_RESULTS, help=RESULTS_HELP)
-    run_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                            help="override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05")
+    run_parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05",
+    )
     run_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
     run_parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     run_parser.add_argument("--threads", type=int, help=THREADS_HELP)
@@ -61,8 +71,14 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate_parser = commands.add_parser("evaluate", help="score a saved model again at other lengths or decoding settings")
     evaluate_parser.add_argument("record", type=Path, help="the run record of a run made with --save-checkpoint")
-    evaluate_parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                                 help="split.buckets, split.eval_examples, split.eval_seed or decoding.*, e.g. 'split.buckets=[[1,16],[65,128]]'")
+    evaluate_parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="split.buckets, split.eval_examples, split.eval_seed or decoding.*, e.g. 'split.buckets=[[1,16],[65,128]]'",
+    )
     evaluate_parser.add_argument("--results", type=Path, default=USER_RESULTS, help=RESULTS_HELP)
     evaluate_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
     evaluate_parser.add_argument("--data-dir", type=Path, help=f"folder of real datasets (default: ${DATA_ENV}, else the Hugging Face hub)")
@@ -74,8 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     report_parser.add_argument("--results", dest="results_option", type=Path, help=RESULTS_HELP)
     report_parser.add_argument("results", nargs="?", type=Path, default=USER_RESULTS, help="the results folder, as --results")
     report_parser.add_argument("--out", type=Path, help="where to write the tables (default: <results>/leaderboards)")
-    report_parser.add_argument("--readme", type=Path, metavar="MARKDOWN",
-                               help="then refresh this file's '<!-- generated: PATH -->' sections (PATH relative to it) from the written tables")
+    report_parser.add_argument(
+        "--readme",
+        type=Path,
+        metavar="MARKDOWN",
+        help="then refresh this file's '<!-- generated: PATH -->' sections (PATH relative to it) from the written tables",
+    )
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
     sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real), or all (default)")
@@ -91,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     scale = sweep_parser.add_argument_group("engines", "where the runs execute (see README, Scaling out)")
     scale.add_argument("--engine", default="local", choices=ENGINES, help="local (one after another, here), ray (Ray tasks) or slurm (a submitit job array)")
     scale.add_argument("--cpus-per-run", type=int, default=1, help="ray, slurm: CPUs (torch threads) of each run (default 1)")
-    scale.add_argument("--gpus-per-run", type=float, default=0.0, help="ray: GPUs of each run, fractions allowed (0.25: four runs share a GPU); slurm: whole GPUs")
+    scale.add_argument(
+        "--gpus-per-run", type=float, default=0.0, help="ray: GPUs of each run, fractions allowed (0.25: four runs share a GPU); slurm: whole GPUs"
+    )
     scale.add_argument("--address", help="ray: the address of a running cluster (default: a local Ray instance)")
     scale.add_argument("--partition", help="slurm: the partition")
     scale.add_argument("--time", type=int, default=60, help="slurm: each job's time limit in minutes (default 60)")
@@ -111,8 +133,7 @@ def command_run(args) -> int:
         planned = execution.plan(args.task, args.encoding, args.seed, args.overrides, args.results)
         if main:
             where = f", {distributed.world_size} processes ({distributed.backend})" if distributed else ""
-            print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}{where}",
-                  file=sys.stderr)
+            print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}{where}", file=sys.stderr)
         setup, data_seconds = execution.prepare(planned)
         if main:
             check_writable(args.results)
@@ -155,9 +176,16 @@ def _print_run(record: dict, path: Path) -> None:
         found = (metric_values or {}).get(name)
         return "—" if found is None else format(found, digits)
 
-    rows = [[b["bucket"], "ID" if b["in_distribution"] else "OOD", b["n"], *[value(b["metrics"], m) for m in metrics],
-             f"{b['eval_tokens_per_second']:,.0f}" if b["eval_tokens_per_second"] else b.get("error", "—")]
-            for b in record["buckets"]]
+    rows = [
+        [
+            b["bucket"],
+            "ID" if b["in_distribution"] else "OOD",
+            b["n"],
+            *[value(b["metrics"], m) for m in metrics],
+            f"{b['eval_tokens_per_second']:,.0f}" if b["eval_tokens_per_second"] else b.get("error", "—"),
+        ]
+        for b in record["buckets"]
+    ]
     scores = record["scores"]
     for split in ("ID", "OOD", "all"):
         if split in scores:
@@ -172,9 +200,11 @@ def _print_run(record: dict, path: Path) -> None:
         stop = f"ID target {training['target']:g} NOT reached: not ranked on OOD"
     else:
         stop = f"ID target {training['target']:g} reached"
-    print(f"\ntraining: {training['steps']} of at most {training['step_cap']} steps ({stop}) in {training['wall_seconds']:.0f} s, "
-          f"{training['tokens_per_second']:,.0f} tok/s, final loss {training['final_loss']:.4f}, "
-          f"peak memory {training['peak_memory_mb']:.0f} MB ({training['memory_kind']})")
+    print(
+        f"\ntraining: {training['steps']} of at most {training['step_cap']} steps ({stop}) in {training['wall_seconds']:.0f} s, "
+        f"{training['tokens_per_second']:,.0f} tok/s, final loss {training['final_loss']:.4f}, "
+        f"peak memory {training['peak_memory_mb']:.0f} MB ({training['memory_kind']})"
+    )
     print(f"parameters: {parameters['total']:,} total, {parameters['encoding']:,} in the encoding")
     print(f"record: {path}")
 
@@ -183,8 +213,17 @@ def command_list(args) -> int:
     encodings = [[name, card["plugin"], card["description"], card["reference"]] for name, card in encoding_cards().items()]
     print(tabulate(encodings, headers=["encoding", "plugin", "description", "reference"]))
     cards = sorted(task_cards().items(), key=lambda item: (suite_of(item[0]), item[0]))
-    tasks = [[suite_of(name), name, card["model"]["architecture"], f"{LengthBucket(*card['split']['train']).label} {card['split'].get('unit', '')}",
-              card["metrics"]["primary"], card["description"]] for name, card in cards]
+    tasks = [
+        [
+            suite_of(name),
+            name,
+            card["model"]["architecture"],
+            f"{LengthBucket(*card['split']['train']).label} {card['split'].get('unit', '')}",
+            card["metrics"]["primary"],
+            card["description"],
+        ]
+        for name, card in cards
+    ]
     print()
     print(tabulate(tasks, headers=["suite", "task", "model", "train lengths", "primary", "description"]))
     print("\n(a suite's name selects its tasks: pebench sweep --tasks chomsky)")
@@ -213,8 +252,10 @@ def command_report(args) -> int:
             return _fail(type(error)(f"the tables are written, {args.readme} is unchanged: {error}"))
         print(f"refreshed in {args.readme}: " + ", ".join(refreshed))
         if not any((args.readme.parent / path).resolve().is_relative_to(out.resolve()) for path in refreshed):
-            print(f"pebench report: warning: no generated section of {args.readme} names a file under {out}: its tables are not the ones just written",
-                  file=sys.stderr)
+            print(
+                f"pebench report: warning: no generated section of {args.readme} names a file under {out}: its tables are not the ones just written",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -225,15 +266,19 @@ def command_sweep(args) -> int:
         tasks = sweep.names(args.tasks, task_cards(), "tasks")
         encodings = sweep.names(args.encodings, encoding_cards(), "encodings")
         cells = sweep.plan_grid(tasks, encodings, sweep.seeds(args.seeds), args.overrides, args.results)
-        options = EngineOptions(args.engine, args.device, args.cpus_per_run, args.gpus_per_run, args.address, args.partition, args.time,
-                                args.slurm_cluster, args.save_checkpoints)
+        options = EngineOptions(
+            args.engine, args.device, args.cpus_per_run, args.gpus_per_run, args.address, args.partition, args.time, args.slurm_cluster, args.save_checkpoints
+        )
         device = resolve_device(args.device) if args.engine == "local" else args.device  # elsewhere each worker resolves it
         check_writable(args.results)
     except execution.BAD_INPUT as error:
         return _fail(error)
     states = Counter(cell.state for cell in cells)
-    print(f"pebench sweep: {len(tasks)} tasks x {len(encodings)} encodings x {len(cells) // (len(tasks) * len(encodings))} seeds = {len(cells)} runs "
-          f"({', '.join(f'{n} {state}' for state, n in states.items())}); device {device}, engine {args.engine}", file=sys.stderr)
+    print(
+        f"pebench sweep: {len(tasks)} tasks x {len(encodings)} encodings x {len(cells) // (len(tasks) * len(encodings))} seeds = {len(cells)} runs "
+        f"({', '.join(f'{n} {state}' for state, n in states.items())}); device {device}, engine {args.engine}",
+        file=sys.stderr,
+    )
     summary = sweep.run_grid(cells, options, args.retry_failed, progress=not args.quiet)
     skipped = ", ".join(f"{n} {state}" for state, n in summary["skipped"].items()) or "none"
     print(f"\nsweep: {summary['ok']} runs ok, {len(summary['failed'])} failed, skipped {skipped}; {summary['seconds'] / 60:.1f} min")
@@ -255,8 +300,9 @@ def command_bench(args) -> int:
     print(f"pebench bench: {len(chosen)} contenders ({names}) on {', '.join(map(str, settings.shapes))}, device {settings.device}", file=sys.stderr)
     out, command = bench.output_folder(args), " ".join(["pebench", *args.argv])
     partial = out / "partial"  # the shapes timed so far; out's own tables are replaced only by a whole run's
-    table = bench.run_benchmark(settings, chosen, progress=lambda message: print(message, file=sys.stderr),
-                                shape_done=lambda so_far: bench.write(so_far, settings, partial, command))
+    table = bench.run_benchmark(
+        settings, chosen, progress=lambda message: print(message, file=sys.stderr), shape_done=lambda so_far: bench.write(so_far, settings, partial, command)
+    )
     print(bench.render(table, "simple"))
     written = bench.write(table, settings, out, command)
     shutil.rmtree(partial, ignore_errors=True)
@@ -284,8 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     # copy it when they start, so it is set here, before any torch work starts them.
     torch.set_flush_denormal(True)
     try:
-        commands = {"run": command_run, "evaluate": command_evaluate, "list": command_list, "report": command_report, "bench": command_bench,
-                    "sweep": command_sweep}
+        commands = {
+            "run": command_run,
+            "evaluate": command_evaluate,
+            "list": command_list,
+            "report": command_report,
+            "bench": command_bench,
+            "sweep": command_sweep,
+        }
         return commands[args.command](args)
     except BrokenPipeError:  # `pebench list | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

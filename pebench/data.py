@@ -18,8 +18,20 @@ NEWS = "wmt_newstest_en_de"
 TATOEBA = "tatoeba_deu_eng"
 # WMT14 uses newstest2013 as its dev set and newstest2014 as its test set; every other year
 # of the news test sets is in-domain training data when the WMT14 training corpora are absent.
-NEWS_TRAINING_SETS = ("news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newstest2012",
-                      "newstest2015", "newstest2016", "newstest2017", "newstest2018", "newstest2019", "newstest2020")
+NEWS_TRAINING_SETS = (
+    "news-test2008",
+    "newssyscomb2009",
+    "newstest2009",
+    "newstest2010",
+    "newstest2011",
+    "newstest2012",
+    "newstest2015",
+    "newstest2016",
+    "newstest2017",
+    "newstest2018",
+    "newstest2019",
+    "newstest2020",
+)
 
 Pair = tuple[str, str]
 

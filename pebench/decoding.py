@@ -79,8 +79,9 @@ def _through_eos(row: list[int]) -> list[int]:
 
 
 @torch.no_grad()
-def greedy(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, max_lengths: Tensor, memory: Memory | None = None,
-           identity: Tensor | None = None) -> list[list[int]]:
+def greedy(
+    model: Transformer, prompts: Tensor, prompt_lengths: Tensor, max_lengths: Tensor, memory: Memory | None = None, identity: Tensor | None = None
+) -> list[list[int]]:
     """Greedy continuations of ``prompts`` ``[b, P]`` (right-padded; row i's prompt is its first
     ``prompt_lengths[i]`` tokens), each at most ``max_lengths[i]`` tokens, stopping at EOS.
     ``memory``: the encoder's output for an encoder-decoder (prompts are then the BOS column);
@@ -167,8 +168,7 @@ def generate(model: Transformer, source: Tensor, config: DecodingConfig, max_len
     return greedy(model, bos, torch.ones_like(max_lengths), max_lengths, model.encode(source), source)
 
 
-def continue_prompts(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, config: DecodingConfig,
-                     max_lengths: Tensor | None = None) -> list[list[int]]:
+def continue_prompts(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, config: DecodingConfig, max_lengths: Tensor | None = None) -> list[list[int]]:
     """A decoder-only model's greedy outputs after ``prompts`` ``[b, P]`` (``BOS source SEP``,
     right-padded), each at most ``max_lengths`` ``[b]`` tokens (default: ``config``'s cap of the
     source length, SEP counted as its end marker)."""

@@ -56,13 +56,16 @@ class EngineOptions:
         if self.engine not in ENGINES:
             raise ValueError(f"--engine must be one of {', '.join(ENGINES)}; got {self.engine!r}")
         if self.cpus_per_run < 1 or self.gpus_per_run < 0 or self.time_minutes < 1:
-            raise ValueError(f"--cpus-per-run must be >= 1, --gpus-per-run >= 0 and --time >= 1; got {self.cpus_per_run}, "
-                             f"{self.gpus_per_run}, {self.time_minutes}")
+            raise ValueError(
+                f"--cpus-per-run must be >= 1, --gpus-per-run >= 0 and --time >= 1; got {self.cpus_per_run}, {self.gpus_per_run}, {self.time_minutes}"
+            )
         if self.engine == "ray" and self.save_checkpoints:
             raise ValueError("--save-checkpoints needs the runs' machines to write to the results folder: use --engine local or slurm")
         if self.engine == "slurm" and self.gpus_per_run != int(self.gpus_per_run):
-            raise ValueError(f"Slurm allocates whole GPUs: --gpus-per-run must be a whole number with --engine slurm; got {self.gpus_per_run} "
-                             f"(fractions of a GPU: --engine ray)")
+            raise ValueError(
+                f"Slurm allocates whole GPUs: --gpus-per-run must be a whole number with --engine slurm; got {self.gpus_per_run} "
+                f"(fractions of a GPU: --engine ray)"
+            )
 
 
 OnRecord = Callable[[int, dict], None]
@@ -81,8 +84,18 @@ def _local(cells: list[Planned], options: EngineOptions, progress: bool, on_reco
         on_record(index, record)
 
 
-def run_remote_cell(task: str, encoding: str, seed: int, overrides: list[str], results: str, device: str,
-                    data_dir: str | None, threads: int, write: bool, save_checkpoint: bool = False) -> dict:
+def run_remote_cell(
+    task: str,
+    encoding: str,
+    seed: int,
+    overrides: list[str],
+    results: str,
+    device: str,
+    data_dir: str | None,
+    threads: int,
+    write: bool,
+    save_checkpoint: bool = False,
+) -> dict:
     """One cell on an engine's worker: planned again from its names (the cards as this machine
     has them), measured with ``threads`` torch threads, its record returned (and written when
     ``write``, on an engine with a shared results folder)."""
@@ -98,8 +111,16 @@ def run_remote_cell(task: str, encoding: str, seed: int, overrides: list[str], r
 
 
 def _arguments(planned: Planned, options: EngineOptions) -> tuple:
-    return (planned.task["name"], planned.encoding["name"], planned.seed, planned.overrides, str(layout.results_of(planned.path)),
-            options.device, os.environ.get(DATA_ENV), options.cpus_per_run)
+    return (
+        planned.task["name"],
+        planned.encoding["name"],
+        planned.seed,
+        planned.overrides,
+        str(layout.results_of(planned.path)),
+        options.device,
+        os.environ.get(DATA_ENV),
+        options.cpus_per_run,
+    )
 
 
 def _ray(cells: list[Planned], options: EngineOptions, progress: bool, on_record: OnRecord) -> None:
@@ -107,8 +128,13 @@ def _ray(cells: list[Planned], options: EngineOptions, progress: bool, on_record
 
     started = not ray.is_initialized()
     if started:
-        ray.init(address=options.address, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}} if options.address is None else None)
+        ray.init(
+            address=options.address,
+            include_dashboard=False,
+            logging_level="ERROR",
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}} if options.address is None else None,
+        )
     remote = ray.remote(run_remote_cell).options(num_cpus=options.cpus_per_run, num_gpus=options.gpus_per_run, max_retries=0)
     pending = {remote.remote(*_arguments(planned, options), False): index for index, planned in enumerate(cells)}
     try:

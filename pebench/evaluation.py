@@ -184,8 +184,10 @@ class Scorer:
 
     def per_length(self, examples: list[Example], scored: list) -> list[dict]:
         """One entry per length: the length, its number of examples and its scores."""
-        return [{"length": length, "n": len(indices), "metrics": self.pooled([examples[i] for i in indices], [scored[i] for i in indices])}
-                for length, indices in _group_by_length(examples).items()]
+        return [
+            {"length": length, "n": len(indices), "metrics": self.pooled([examples[i] for i in indices], [scored[i] for i in indices])}
+            for length, indices in _group_by_length(examples).items()
+        ]
 
     def split_score(self, entries: list[dict], examples: list[Example], scored: list) -> dict[str, float | None]:
         """The score of a split made of bucket ``entries`` (their examples and scores given
@@ -199,19 +201,20 @@ class Scorer:
 def _samples(protocol: Protocol, examples: list[Example], outputs: Outputs) -> list[dict]:
     """The first few examples as text: source, target (the reference, for text tasks) and the
     model's output, its EOS shown as ``<eos>`` (symbol tasks)."""
+
     def text(ids) -> str:
         symbols = [i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL]
         if protocol.text:
             return protocol.task.detokenize(symbols)
         return " ".join([protocol.task.symbols[i] for i in symbols] + ["<eos>"] * (EOS in ids))
 
-    return [{"source": text([i + FIRST_SYMBOL for i in e.source]), "target": e.reference or text(target_tokens(e, protocol.model.architecture)),
-             "output": text(o)}
-            for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]]
+    return [
+        {"source": text([i + FIRST_SYMBOL for i in e.source]), "target": e.reference or text(target_tokens(e, protocol.model.architecture)), "output": text(o)}
+        for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]
+    ]
 
 
-def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, examples: list[Example],
-                 device: torch.device) -> tuple[dict, list]:
+def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
     """The record's entry of one bucket, and the score of each of its examples (empty when the
     encoding cannot represent the bucket). Lets the encoding plan for the bucket's longest
     sequence first (e.g. switch RoPE scaling on: the longest target-length sequence, not the
@@ -226,8 +229,12 @@ def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, i
             outputs, scored = scorer.outputs(model, examples, device)
     except PositionLimitError as error:
         return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
-    entry.update(metrics=scorer.pooled(examples, scored), eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
-                 lengths=scorer.per_length(examples, scored), samples=_samples(protocol, examples, outputs))
+    entry.update(
+        metrics=scorer.pooled(examples, scored),
+        eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
+        lengths=scorer.per_length(examples, scored),
+        samples=_samples(protocol, examples, outputs),
+    )
     if protocol.model.architecture != "encoder":  # outputs that stopped at the decoding cap, without EOS
         entry["capped"] = outputs.capped
     return entry, scored
@@ -252,8 +259,13 @@ def language_model_entry(model: Transformer, protocol: Protocol, bucket: LengthB
         return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}
     sync_device(device)
     seconds = time.perf_counter() - tick
-    return {**entry, "metrics": metrics, "eval_tokens_per_second": round(read / seconds, 1),  # tokens read, both evaluations
-            "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}], "loss_by_position": positions}
+    return {
+        **entry,
+        "metrics": metrics,
+        "eval_tokens_per_second": round(read / seconds, 1),  # tokens read, both evaluations
+        "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}],
+        "loss_by_position": positions,
+    }
 
 
 def _batch_tokens(protocol: Protocol) -> int:
@@ -308,4 +320,3 @@ def validate(model: Transformer, protocol: Protocol, examples: list[Example], de
     if protocol.text:
         return scorer.pooled(examples, scored)
     return scorer.split_score([{"lengths": scorer.per_length(examples, scored)}], examples, scored)
-

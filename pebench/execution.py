@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 
 from . import checkpoints, layout
-from .cards import apply_overrides, changed_settings, encoding_card, task_card, with_plugin_defaults
+from .cards import changed_settings, encoding_card, task_card, with_plugin_defaults
 from .data import DataNotFoundError
 from .distributed import Distributed
-from .protocol import Protocol, resolve
+from .protocol import Protocol, apply_overrides, resolve
 from .records import git_commit, json_safe, new_record, record_path, write_record
 from .registry import ENCODINGS, PluginConflictError, UnknownNameError, origin, plugin
 from .train import RunSetup, run, set_up
@@ -58,14 +58,18 @@ class Planned:
         ``revision`` (a record without one: revision 1). Descriptions and references are prose
         and do not count, nor does the spelling of the overrides."""
         revision = plugin(ENCODINGS, self.encoding["plugin"]).revision
-        return (_behaviour(record.get("task", {})) == _behaviour(self.task) and _behaviour(record.get("encoding", {})) == _behaviour(self.encoding)
-                and record.get("plugin", {}).get("revision", 1) == revision)
+        return (
+            _behaviour(record.get("task", {})) == _behaviour(self.task)
+            and _behaviour(record.get("encoding", {})) == _behaviour(self.encoding)
+            and record.get("plugin", {}).get("revision", 1) == revision
+        )
 
     def new_record(self) -> dict:
         """The header of this run's record."""
         revision = plugin(ENCODINGS, self.encoding["plugin"]).revision
-        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings,
-                          {**origin(ENCODINGS, self.encoding["plugin"]), "revision": revision})
+        return new_record(
+            self.task, self.encoding, self.seed, self.overrides, self.settings, {**origin(ENCODINGS, self.encoding["plugin"]), "revision": revision}
+        )
 
 
 PROSE = ("description", "reference", "suite")  # a card's words about itself: they change no result
@@ -77,8 +81,7 @@ def _behaviour(card: dict) -> dict:
     return {key: value for key, value in stored.items() if key not in PROSE}
 
 
-def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path,
-         resolved: dict | None = None) -> Planned:
+def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path, resolved: dict | None = None) -> Planned:
     """Resolve the cards with ``overrides`` applied. ``resolved`` (a dict the caller keeps) shares
     each resolved task between the cells of a sweep, so a corpus is loaded once, not per cell.
 
@@ -118,8 +121,15 @@ def prepare(planned: Planned) -> tuple[RunSetup, float]:
     return setup, planned.resolve_seconds + time.perf_counter() - tick
 
 
-def measure(planned: Planned, device: torch.device, progress: bool, save_checkpoint: bool = False,
-            prepared: tuple[RunSetup, float] | None = None, distributed: Distributed | None = None, log_to: str | None = None) -> dict:
+def measure(
+    planned: Planned,
+    device: torch.device,
+    progress: bool,
+    save_checkpoint: bool = False,
+    prepared: tuple[RunSetup, float] | None = None,
+    distributed: Distributed | None = None,
+    log_to: str | None = None,
+) -> dict:
     """The run's record, ``ok`` or ``failed`` with its error (a set-up that fails too: missing
     data, a plugin that raises), not yet written: the set-up (:func:`prepare`, unless ``prepared``
     gives it), training and evaluation. With ``save_checkpoint``, a successful run's weights are
@@ -138,8 +148,16 @@ def measure(planned: Planned, device: torch.device, progress: bool, save_checkpo
     return record
 
 
-def execute(planned: Planned, setup: RunSetup, device: torch.device, progress: bool, data_seconds: float, save_checkpoint: bool = False,
-            distributed: Distributed | None = None, log_to: str | None = None) -> dict:
+def execute(
+    planned: Planned,
+    setup: RunSetup,
+    device: torch.device,
+    progress: bool,
+    data_seconds: float,
+    save_checkpoint: bool = False,
+    distributed: Distributed | None = None,
+    log_to: str | None = None,
+) -> dict:
     """Train and evaluate (:func:`measure`), then write the record (``ok`` or ``failed``; in a
     torchrun job, rank 0 alone); return it."""
     record = measure(planned, device, progress, save_checkpoint, (setup, data_seconds), distributed, log_to)
@@ -180,4 +198,3 @@ def record_failure(record: dict, error: BaseException) -> dict:
     """Mark ``record`` failed with ``error``'s type, message and traceback."""
     record.update(status="failed", error={"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()})
     return record
-

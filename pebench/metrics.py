@@ -52,11 +52,17 @@ class Metric:
     digits: int = 3
 
 
-METRICS = {metric.name: metric for metric in (
-    Metric("sequence_accuracy", "example"), Metric("exact_match", "example"), Metric("teacher_forced_accuracy", "example"),
-    Metric("bleu", "text", digits=2), Metric("chrf", "text", digits=2),
-    *(Metric(name, "language_model", higher_is_better=False) for name in ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")),
-)}
+METRICS = {
+    metric.name: metric
+    for metric in (
+        Metric("sequence_accuracy", "example"),
+        Metric("exact_match", "example"),
+        Metric("teacher_forced_accuracy", "example"),
+        Metric("bleu", "text", digits=2),
+        Metric("chrf", "text", digits=2),
+        *(Metric(name, "language_model", higher_is_better=False) for name in ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")),
+    )
+}
 
 
 def of_kind(kind: str) -> tuple[str, ...]:

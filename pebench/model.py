@@ -96,8 +96,9 @@ class Attention(nn.Module):
         self.key_value = nn.Linear(config.d_model, 2 * config.d_model)
         self.out = nn.Linear(config.d_model, config.d_model)
 
-    def forward(self, x: Tensor, memory: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor,
-                encoding: PositionalEncoding, cache: KVCache | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, memory: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, encoding: PositionalEncoding, cache: KVCache | None = None
+    ) -> Tensor:
         """x: ``[b, s_q, d]`` queries, memory: ``[b, s_k, d]`` keys and values, allowed:
         bool broadcastable to ``[b, 1, s_q, k]``. With a cache, self-attention appends this call's
         keys and values to it and attends over all of them; cross-attention computes the
@@ -140,8 +141,10 @@ def project(linear: nn.Linear, x: Tensor, bias: Tensor | None) -> Tensor:
     if bias is None:
         return linear(x)
     if bias.shape != (x.shape[1], linear.out_features):
-        raise ValueError(f"a projection bias must be [sequence, {linear.out_features}] = [{x.shape[1]}, {linear.out_features}]; "
-                         f"the encoding's query_bias or key_value_bias returned {list(bias.shape)}")
+        raise ValueError(
+            f"a projection bias must be [sequence, {linear.out_features}] = [{x.shape[1]}, {linear.out_features}]; "
+            f"the encoding's query_bias or key_value_bias returned {list(bias.shape)}"
+        )
     autocast = autocast_state(x.device)
     dtype = autocast["dtype"] if autocast["enabled"] else linear.weight.dtype
     start = (linear.bias + bias.to(linear.bias.dtype)).to(dtype)  # [s, d_out]
@@ -161,8 +164,9 @@ class Block(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(config.d_model, config.d_ff), nn.GELU(), nn.Linear(config.d_ff, config.d_model))
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, x: Tensor, pos: Tensor, allowed: Tensor, encoding: PositionalEncoding,
-                memory: Memory | None = None, cache: KVCache | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, pos: Tensor, allowed: Tensor, encoding: PositionalEncoding, memory: Memory | None = None, cache: KVCache | None = None
+    ) -> Tensor:
         """x: ``[b, s, d]``, pos: ``[s]``, allowed: self-attention mask. Returns ``[b, s, d]``."""
         h = self.self_norm(x)
         x = x + self.dropout(self.self_attention(h, h, pos, pos, allowed, encoding, cache))

@@ -108,8 +108,7 @@ def by_position(losses: torch.Tensor, positions: torch.Tensor, length: int) -> l
     return found
 
 
-def score_length(model: Transformer, tokens: list[int], length: int, stride: int, batch_tokens: int,
-                 device: torch.device) -> tuple[dict, list[dict], int]:
+def score_length(model: Transformer, tokens: list[int], length: int, stride: int, batch_tokens: int, device: torch.device) -> tuple[dict, list[dict], int]:
     """Both evaluations at ``length`` (see the module docstring): the metrics, the loss by
     position of the nonoverlapping one, and the input tokens both read."""
     losses, positions = token_losses(model, tokens, length, length, batch_tokens, device)

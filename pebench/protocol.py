@@ -8,7 +8,7 @@ training (:mod:`pebench.train`), is drawn at the training lengths from its own s
 (``split.validation_seed``); a real-data task takes it from its development set.
 
 Protocol versions: 1 trained every run for a fixed number of steps and scored teacher-forced;
-2 (:data:`PROTOCOL_VERSION`) trains until the ID validation score reaches ``training.target``
+2 (:data:`pebench.versions.PROTOCOL_VERSION`) trains until the ID validation score reaches ``training.target``
 (or the step cap), scores greedy outputs, and records every metric per length.
 """
 
@@ -21,13 +21,13 @@ from dataclasses import Field, dataclass, field, fields
 
 from .batching import packed_length
 from .card_values import check_type
+from .cards import parse_value
 from .decoding import DecodingConfig
 from .metrics import EXAMPLE_METRICS, LM_METRICS, METRICS, of_kind
 from .model import ModelConfig
 from .registry import TASKS, plugin
 from .tasks.base import Example, LengthBucket, Task
 
-PROTOCOL_VERSION = 2
 VALIDATION_EXAMPLES = 200
 
 
@@ -184,10 +184,12 @@ class Protocol:
             for example in examples:
                 gold, cap = len(example.target) + 1, self.output_cap(example)
                 if gold > cap:
-                    raise ValueError(f"task '{self.name}': a gold output at length {example.length} ({name}) has {gold} tokens "
-                                     f"with EOS, but decoding stops at {cap}; no model could score on it. Raise the cap "
-                                     f"(--set decoding.max_length_a=... / decoding.max_length_b=...) or make the task's "
-                                     f"longest_tokens({example.length}) cover its outputs")
+                    raise ValueError(
+                        f"task '{self.name}': a gold output at length {example.length} ({name}) has {gold} tokens "
+                        f"with EOS, but decoding stops at {cap}; no model could score on it. Raise the cap "
+                        f"(--set decoding.max_length_a=... / decoding.max_length_b=...) or make the task's "
+                        f"longest_tokens({example.length}) cover its outputs"
+                    )
 
 
 SECTION_KEYS = {
@@ -195,6 +197,37 @@ SECTION_KEYS = {
     "metrics": ("names", "primary"),
     **{name: tuple(f.name for f in fields(cls)) for name, cls in (("model", ModelConfig), ("training", TrainingConfig), ("decoding", DecodingConfig))},
 }  # every key a task card may set, by section (a card's [params] are its task family's)
+
+
+def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
+    """Apply ``key=value`` overrides in place. ``encoding.NAME=V`` sets an encoding param;
+    ``SECTION.NAME=V`` sets a field of the task card (e.g. ``training.steps=200``).
+    Values are TOML literals (``3``, ``0.1``, ``true``, ``[1, 8]``); anything else is a string.
+
+    A key may be one the card sets or any setting of the protocol's sections (``training.target``
+    on a card that sets none, ``decoding.beam_size``).
+
+    Raises:
+        ValueError: for a malformed override or an unknown task-card key (listing the known keys).
+    """
+    for override in overrides:
+        key, sep, raw = override.partition("=")
+        path = key.strip().split(".")
+        if not sep or len(path) != 2 or not all(path):
+            raise ValueError(f"--set expects SECTION.KEY=VALUE (e.g. training.steps=200 or encoding.delta=0.05); got {override!r}")
+        section, field = path
+        value = parse_value(raw.strip())
+        if section == "encoding":
+            encoding["params"][field] = value
+            continue
+        card_keys = task.get(section) if isinstance(task.get(section), dict) else {}
+        if field not in card_keys and field not in SECTION_KEYS.get(section, ()):
+            known = sorted(
+                {f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body}
+                | {f"{s}.{k}" for s, keys in SECTION_KEYS.items() for k in keys}
+            )
+            raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
+        task.setdefault(section, {})[field] = value
 
 
 def _is_text(metric_names) -> bool:
@@ -239,8 +272,11 @@ def _check_range(key: str, value, spec: Field) -> None:
     """Raise ValueError naming ``key`` unless ``value`` lies in the range of the field's metadata
     (``at_least``, ``above``, ``below``)."""
     bounds = spec.metadata
-    if ("at_least" in bounds and value < bounds["at_least"]) or ("above" in bounds and value <= bounds["above"]) \
-            or ("below" in bounds and value >= bounds["below"]):
+    if (
+        ("at_least" in bounds and value < bounds["at_least"])
+        or ("above" in bounds and value <= bounds["above"])
+        or ("below" in bounds and value >= bounds["below"])
+    ):
         kind = "an integer" if isinstance(spec.default, int) and not isinstance(spec.default, bool) else "a number"
         limits = [f"{sign} {bounds[name]}" for name, sign in (("at_least", ">="), ("above", ">"), ("below", "<")) if name in bounds]
         raise ValueError(f"{key} must be {kind} {' and '.join(limits)}; got {value!r}")
@@ -263,8 +299,7 @@ def resolve(card: dict) -> Protocol:
     first = buckets[0]
     if train.lo < first.lo or (first.hi is not None and (train.hi is None or train.hi > first.hi)):
         raise ValueError(
-            f"the training lengths {train.label} must lie inside the first (in-distribution) bucket "
-            f"{first.label}; make split.buckets[0] cover split.train"
+            f"the training lengths {train.label} must lie inside the first (in-distribution) bucket {first.label}; make split.buckets[0] cover split.train"
         )
     for previous, bucket in zip(buckets, buckets[1:]):
         if previous.hi is None or bucket.lo <= previous.hi:
@@ -276,8 +311,10 @@ def resolve(card: dict) -> Protocol:
     text = _is_text(metrics["names"])
     kinds = {METRICS[name].kind for name in metrics["names"]}
     if len(kinds) > 1:
-        raise ValueError(f"metrics are of one kind: per example ({', '.join(EXAMPLE_METRICS)}), text ({', '.join(of_kind('text'))}) "
-                         f"or language model ({', '.join(LM_METRICS)}); got {metrics['names']}")
+        raise ValueError(
+            f"metrics are of one kind: per example ({', '.join(EXAMPLE_METRICS)}), text ({', '.join(of_kind('text'))}) "
+            f"or language model ({', '.join(LM_METRICS)}); got {metrics['names']}"
+        )
     for key in ("eval_examples", "eval_seed", "validation_examples", "validation_seed"):
         check_type(f"split.{key}", split.get(key, 0), int)
     check_type("split.per_length", split.get("per_length", False), bool)
@@ -287,14 +324,16 @@ def resolve(card: dict) -> Protocol:
         raise ValueError(f"split.validation_examples must be at least 1; got {split['validation_examples']}")
     model = _section(card, "model", ModelConfig)
     if text and model.architecture != "encoder_decoder":
-        raise ValueError(f"text metrics ({', '.join(of_kind('text'))}) decode with an encoder-decoder; set model.architecture = \"encoder_decoder\"")
+        raise ValueError(f'text metrics ({", ".join(of_kind("text"))}) decode with an encoder-decoder; set model.architecture = "encoder_decoder"')
     decoding = _section(card, "decoding", DecodingConfig)
     if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
-        raise ValueError(f"decoding.strategy = \"beam\" decodes an encoder-decoder; this task's model is {model.architecture!r}: use \"greedy\"")
+        raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is {model.architecture!r}: use "greedy"')
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
     if task.language_model != ("language_model" in kinds) or (task.language_model and model.architecture != "decoder"):
-        raise ValueError(f"a language-model task family goes with the language-model metrics ({', '.join(LM_METRICS)}) and a decoder-only "
-                         f"model, and only it does; task family '{card['family']}' with {metrics['names']} and {model.architecture!r}")
+        raise ValueError(
+            f"a language-model task family goes with the language-model metrics ({', '.join(LM_METRICS)}) and a decoder-only "
+            f"model, and only it does; task family '{card['family']}' with {metrics['names']} and {model.architecture!r}"
+        )
     if text and type(task).detokenize is Task.detokenize:
         raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(of_kind('text'))}")
     return Protocol(

@@ -28,9 +28,9 @@ import jsonschema
 
 from . import __version__, layout
 from .cards import settings_hash
-from .protocol import PROTOCOL_VERSION
+from .versions import PROTOCOL_VERSION, SCHEMA_VERSION
 
-SCHEMA_VERSION = 2
+
 def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
     """Where the record of a run with the changed ``settings`` lives (:mod:`pebench.layout`)."""
     return layout.record_path(results, task, encoding, seed, settings_hash(settings))

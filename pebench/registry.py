@@ -45,7 +45,8 @@ def _entries(group: str) -> dict[str, EntryPoint]:
         if known is not None and (_distribution(known), known.value) != (_distribution(entry), entry.value):
             raise PluginConflictError(
                 f"two installed packages register the plugin '{entry.name}' in {group}: {_distribution(known)} ({known.value}) "
-                f"and {_distribution(entry)} ({entry.value}); uninstall one, or rename its entry point")
+                f"and {_distribution(entry)} ({entry.value}); uninstall one, or rename its entry point"
+            )
         entries[entry.name] = entry
     return entries
 
@@ -73,8 +74,7 @@ def plugins(group: str) -> dict[str, type]:
             found[name] = entry.load()
         except Exception as error:  # a broken plugin must not take the others down
             warnings.warn(
-                f"pebench: skipping plugin '{name}' ({entry.value}) of group {group}: "
-                f"{type(error).__name__}: {error}",
+                f"pebench: skipping plugin '{name}' ({entry.value}) of group {group}: {type(error).__name__}: {error}",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -82,20 +82,36 @@ def tables(records: list[dict]) -> Tables:
         run = f"{table}/{encoding}/seed{record['seed']}"
         runs.append(_run_row(record, run, table, encoding))
         scores += [{"run": run, **row} for row in _score_rows(record)]
-        lengths += [{"run": run, "bucket": bucket["bucket"], "length": entry["length"], "n": entry["n"], "metric": name, "value": value}
-                    for bucket in record["buckets"] for entry in bucket.get("lengths", []) for name, value in entry["metrics"].items()]
-        positions += [{"run": run, "length": bucket["hi"], "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
-                      for bucket in record["buckets"] for piece in bucket.get("loss_by_position", [])]
+        lengths += [
+            {"run": run, "bucket": bucket["bucket"], "length": entry["length"], "n": entry["n"], "metric": name, "value": value}
+            for bucket in record["buckets"]
+            for entry in bucket.get("lengths", [])
+            for name, value in entry["metrics"].items()
+        ]
+        positions += [
+            {"run": run, "length": bucket["hi"], "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
+            for bucket in record["buckets"]
+            for piece in bucket.get("loss_by_position", [])
+        ]
         capped += [{"run": run, "bucket": bucket["bucket"], "capped": bucket["capped"]} for bucket in record["buckets"] if bucket.get("capped")]
         primary = record["task"]["metrics"]["primary"]
-        curves += [{"run": run, "step": point["step"], "loss": point["loss"], "validation": point["validation"].get(primary)}
-                   for point in record["training"].get("curve", [])]
-    columns = {"scores": ["run", "where", "order", "lo", "hi", "metric", "value"], "lengths": ["run", "bucket", "length", "n", "metric", "value"],
-               "positions": ["run", "length", "position", "loss"], "curves": ["run", "step", "loss", "validation"],
-               "capped": ["run", "bucket", "capped"]}
-    return Tables(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in
-                    (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves),
-                     ("capped", capped))))
+        curves += [
+            {"run": run, "step": point["step"], "loss": point["loss"], "validation": point["validation"].get(primary)}
+            for point in record["training"].get("curve", [])
+        ]
+    columns = {
+        "scores": ["run", "where", "order", "lo", "hi", "metric", "value"],
+        "lengths": ["run", "bucket", "length", "n", "metric", "value"],
+        "positions": ["run", "length", "position", "loss"],
+        "curves": ["run", "step", "loss", "validation"],
+        "capped": ["run", "bucket", "capped"],
+    }
+    return Tables(
+        *(
+            pd.DataFrame(rows, columns=columns.get(name))
+            for name, rows in (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves), ("capped", capped))
+        )
+    )
 
 
 def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
@@ -135,8 +151,10 @@ def _score_rows(record: dict) -> list[dict]:
     names, rows = record["task"]["metrics"]["names"], []
     for order, bucket in enumerate(record["buckets"], start=2):
         hi = bucket["hi"] if bucket["hi"] is not None else float("inf")
-        rows += [{"where": bucket["bucket"], "order": order, "lo": bucket["lo"], "hi": hi, "metric": name,
-                  "value": (bucket["metrics"] or {}).get(name)} for name in names]
+        rows += [
+            {"where": bucket["bucket"], "order": order, "lo": bucket["lo"], "hi": hi, "metric": name, "value": (bucket["metrics"] or {}).get(name)}
+            for name in names
+        ]
     scores = record.get("scores") or _protocol1_scores(record, names)
     for order, where in enumerate(("ID", "OOD")):
         values = scores.get(where) or {}
@@ -149,8 +167,7 @@ def _protocol1_scores(record: dict, names: list[str]) -> dict:
     one of them was not scored)."""
     buckets = record["buckets"]
     ood = [b["metrics"] for b in buckets if not b["in_distribution"]]
-    return {"ID": buckets[0]["metrics"] or {},
-            "OOD": {name: sum(m[name] for m in ood) / len(ood) for name in names} if ood and all(ood) else {}}
+    return {"ID": buckets[0]["metrics"] or {}, "OOD": {name: sum(m[name] for m in ood) / len(ood) for name in names} if ood and all(ood) else {}}
 
 
 def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:

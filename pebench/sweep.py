@@ -29,10 +29,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import engines, execution
+from .cards import suite_cards, suite_tasks
 from .engines import EngineOptions
 from .execution import Planned
-from .cards import suite_cards, suite_tasks
 from .records import is_complete
+
 
 @dataclass
 class Cell:

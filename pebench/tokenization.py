@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+
 def cache_dir() -> Path:
     return Path(os.environ.get("PEBENCH_CACHE", Path.home() / ".cache" / "pebench")).expanduser()
 

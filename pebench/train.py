@@ -71,8 +71,9 @@ def _loss(model: nn.Module, batch: Batch, label_smoothing: float, total_targets:
     with autocast(batch.tokens.device):
         logits = model(batch.tokens, batch.source)
     reduction = "mean" if total_targets is None else "sum"
-    loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE,
-                                       label_smoothing=label_smoothing, reduction=reduction)
+    loss = nn.functional.cross_entropy(
+        logits.float().flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE, label_smoothing=label_smoothing, reduction=reduction
+    )
     return loss if total_targets is None else loss / total_targets
 
 
@@ -98,8 +99,16 @@ def finite(value: float, what: str) -> float:
     return value
 
 
-def train(model: Transformer, protocol: Protocol, seed: int, device: torch.device, validation: list[Example],
-          progress: bool = True, distributed: Distributed | None = None, log: Callable[[str, float, int], None] | None = None) -> dict:
+def train(
+    model: Transformer,
+    protocol: Protocol,
+    seed: int,
+    device: torch.device,
+    validation: list[Example],
+    progress: bool = True,
+    distributed: Distributed | None = None,
+    log: Callable[[str, float, int], None] | None = None,
+) -> dict:
     """Train ``model`` on the protocol's training lengths until the ID validation target or the
     step cap; with ``distributed``, data-parallel across a torchrun job (rank 0 validates, every
     rank stops where it stops: :mod:`pebench.distributed`). Returns the record's ``training``
@@ -240,8 +249,15 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     return RunSetup(sets, validation, model, lengths)
 
 
-def run(protocol: Protocol, setup: RunSetup, seed: int, device: torch.device, progress: bool = True,
-        distributed: Distributed | None = None, log: Callable[[str, float, int], None] | None = None) -> dict:
+def run(
+    protocol: Protocol,
+    setup: RunSetup,
+    seed: int,
+    device: torch.device,
+    progress: bool = True,
+    distributed: Distributed | None = None,
+    log: Callable[[str, float, int], None] | None = None,
+) -> dict:
     """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
     record's measured parts: ``environment``, ``parameters``, ``model``, ``training``,
     ``buckets``, ``scores`` (ID and OOD, :func:`pebench.evaluation.evaluate`), ``stages`` (wall

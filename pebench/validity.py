@@ -13,8 +13,8 @@ Verdicts: *reproduced* (the claim's comparisons hold), *not reproduced* (they fa
 "every" claim, at least half of a "most" claim), *inconclusive* (neither at these seeds: more seeds would
 decide), *not comparable* (pebench has not measured what the claim needs: a task or encoding not
 run, or not learned ID on most runs). Every figure comes from the protocol 2 records of the
-cards' own settings, through the leaderboards' own per-run scores (:func:`pebench.report.run_scores`,
-:func:`pebench.report.leaderboard`), so the section changes only when the records do.
+cards' own settings, through the leaderboards' own per-run scores (:func:`pebench.leaderboards.run_scores`,
+:func:`pebench.leaderboards.leaderboard`), so the section changes only when the records do.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from .metrics import higher_is_better
-from .report import counts_ood, interval, leaderboard, overall, ranked_runs, run_scores
-from .results import Tables
 from .cards import suite_tasks
+from .leaderboards import counts_ood, leaderboard, overall, ranked_runs, run_scores
+from .metrics import higher_is_better
+from .results import Tables
+from .statistics import interval
 
 SYNTHETIC = suite_tasks("synthetic")
 KAZEMNEJAD_ORDER = ("nope", "t5", "alibi", "rope", "sinusoidal")
@@ -95,8 +96,7 @@ def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None =
     if runs.empty:
         return pd.DataFrame(columns=[a, b], dtype=float), metric or ""
     scored = metric or runs["primary"].iloc[0]
-    by_seed = pd.DataFrame({"seed": runs.seed.to_numpy(), "encoding": runs.encoding.to_numpy(),
-                            "ood": run_scores(table, runs, scored)["OOD"].to_numpy()})
+    by_seed = pd.DataFrame({"seed": runs.seed.to_numpy(), "encoding": runs.encoding.to_numpy(), "ood": run_scores(table, runs, scored)["OOD"].to_numpy()})
     return by_seed.pivot_table(index="seed", columns="encoding", values="ood", aggfunc="mean").reindex(columns=[a, b]).dropna(), scored
 
 
@@ -156,7 +156,7 @@ def _learned(board: pd.DataFrame, encoding: str) -> bool:
 
 def kazemnejad_order(table: Tables) -> Verdict:
     """The five encodings' MRR over the four synthetic tasks on OOD exact match (the published
-    figures' metric), at each seed where all five ran all four, alone (:func:`pebench.report.overall`
+    figures' metric), at each seed where all five ran all four, alone (:func:`pebench.leaderboards.overall`
     of that seed's runs): shown as its mean over those seeds, each pair in the paper's order
     judged on its per-seed difference, Student-t over the seeds (:func:`judge`; one seed:
     unsure). One statistic for both, so the order shown is the order judged; at more than one
@@ -167,8 +167,9 @@ def kazemnejad_order(table: Tables) -> Verdict:
     seeds = sorted(seed for seed, group in runs.groupby("seed") if needed <= set(zip(group.task, group.encoding)))
     if not seeds:
         return Verdict("—", "not comparable", "no seed at which the five encodings all have protocol 2 runs on every decoder-only synthetic task")
-    per_seed = pd.DataFrame({seed: overall(dataclasses.replace(table, runs=runs[runs.seed == seed]), "exact_match").set_index("encoding").MRR
-                             for seed in seeds}).reindex(list(KAZEMNEJAD_ORDER))  # [encodings, seeds]
+    per_seed = pd.DataFrame(
+        {seed: overall(dataclasses.replace(table, runs=runs[runs.seed == seed]), "exact_match").set_index("encoding").MRR for seed in seeds}
+    ).reindex(list(KAZEMNEJAD_ORDER))  # [encodings, seeds]
     mrr = per_seed.mean(axis=1).sort_values(ascending=False, kind="stable")  # best first; ties in the paper's order
 
     def order(a: str, b: str) -> str:
@@ -181,13 +182,21 @@ def kazemnejad_order(table: Tables) -> Verdict:
 
     ranked = list(mrr.index)
     counted = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
-    measured = (f"{ranked[0]} {mrr[ranked[0]]:.3f}" + "".join(f" {order(a, b)} {b} {mrr[b]:.3f}" for a, b in zip(ranked, ranked[1:]))
-                + f" (MRR of OOD exact match over {', '.join(sorted(SYNTHETIC))} at each seed, mean over {counted})")
-    pairs = {(a, b): judged(a, b) for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1:]}
+    measured = (
+        f"{ranked[0]} {mrr[ranked[0]]:.3f}"
+        + "".join(f" {order(a, b)} {b} {mrr[b]:.3f}" for a, b in zip(ranked, ranked[1:]))
+        + f" (MRR of OOD exact match over {', '.join(sorted(SYNTHETIC))} at each seed, mean over {counted})"
+    )
+    pairs = {(a, b): judged(a, b) for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1 :]}
     shown = {result: [f"{a} {order(a, b)} {b}" for (a, b), r in pairs.items() if r == result] for result in ("fails", "unsure")}
-    why = "; ".join(part for part in (
-        "the order differs: " + ", ".join(shown["fails"]) + " here" if shown["fails"] else "",
-        f"within the interval of the per-seed MRR difference ({counted}): " + ", ".join(shown["unsure"]) if shown["unsure"] else "") if part)
+    why = "; ".join(
+        part
+        for part in (
+            "the order differs: " + ", ".join(shown["fails"]) + " here" if shown["fails"] else "",
+            f"within the interval of the per-seed MRR difference ({counted}): " + ", ".join(shown["unsure"]) if shown["unsure"] else "",
+        )
+        if part
+    )
     return Verdict(measured, every(list(pairs.values())), why)
 
 
@@ -211,8 +220,14 @@ def randomized_beats_base(table: Tables) -> Verdict:
     if not cells:
         return Verdict("—", "not comparable", "no randomized card and its base both learned ID on any of their tasks")
     measured = f"better beyond the interval on {judged.count('holds')} of {len(judged)}: " + "; ".join(cells)
-    why = "; ".join(part for part in ("not better beyond the interval on: " + ", ".join(failed) if failed else "",
-                                      f"{len(missing)} other pairs not learned or not run" if missing else "") if part)
+    why = "; ".join(
+        part
+        for part in (
+            "not better beyond the interval on: " + ", ".join(failed) if failed else "",
+            f"{len(missing)} other pairs not learned or not run" if missing else "",
+        )
+        if part
+    )
     return Verdict(measured, most(judged), why)
 
 
@@ -244,13 +259,19 @@ def nope_best_on_sort(table: Tables) -> Verdict:
     rivals = [e for e in board.index[board["rank"].notna()] if e != "nope"]
     judged = {rival: _versus(table, "sort", "nope", rival) for rival in rivals}
     runner_up = board.loc[rivals, "OOD mean"].idxmax() if rivals else None
-    measured = (f"sort OOD: nope {board.loc['nope', 'OOD mean']:.3f} (rank {board.loc['nope', 'rank']:g})"
-                + (f"; best other {runner_up} {board.loc[runner_up, 'OOD mean']:.3f}; at the seeds both learned: {judged[runner_up][1]}"
-                   if runner_up else ""))
+    measured = f"sort OOD: nope {board.loc['nope', 'OOD mean']:.3f} (rank {board.loc['nope', 'rank']:g})" + (
+        f"; best other {runner_up} {board.loc[runner_up, 'OOD mean']:.3f}; at the seeds both learned: {judged[runner_up][1]}" if runner_up else ""
+    )
     ahead = [rival for rival, (result, _) in judged.items() if result == "fails"]
     unsure = [rival for rival, (result, _) in judged.items() if result == "unsure"]
-    why = "; ".join(part for part in ("as good as NoPE or better beyond the interval: " + ", ".join(ahead) if ahead else "",
-                                      "not separated from NoPE by the interval: " + ", ".join(unsure) if unsure else "") if part)
+    why = "; ".join(
+        part
+        for part in (
+            "as good as NoPE or better beyond the interval: " + ", ".join(ahead) if ahead else "",
+            "not separated from NoPE by the interval: " + ", ".join(unsure) if unsure else "",
+        )
+        if part
+    )
     return Verdict(measured, every([result for result, _ in judged.values()]), why)
 
 
@@ -281,13 +302,21 @@ def press_sinusoidal_explodes_alibi_flat(table: Tables) -> Verdict:
     def shown(ratio: float, half: float) -> str:
         return f"x{ratio:.2f}" + ("" if np.isnan(half) else f" ± {half:.2f}")
 
-    measured = (f"perplexity at the training context -> at {longest}: sinusoidal {board.loc['sinusoidal', 'ID mean']:.2f} -> "
-                f"{board.loc['sinusoidal', f'{longest} mean']:.2f} ({shown(sinusoidal, s_half)} per run), ALiBi "
-                f"{board.loc['alibi', 'ID mean']:.2f} -> {board.loc['alibi', f'{longest} mean']:.2f} ({shown(alibi, a_half)} per run)")
+    measured = (
+        f"perplexity at the training context -> at {longest}: sinusoidal {board.loc['sinusoidal', 'ID mean']:.2f} -> "
+        f"{board.loc['sinusoidal', f'{longest} mean']:.2f} ({shown(sinusoidal, s_half)} per run), ALiBi "
+        f"{board.loc['alibi', 'ID mean']:.2f} -> {board.loc['alibi', f'{longest} mean']:.2f} ({shown(alibi, a_half)} per run)"
+    )
     explodes = judge(sinusoidal - s_half - PRESS_FACTOR, sinusoidal + s_half - PRESS_FACTOR)
     flat = judge(PRESS_FLAT - alibi - a_half, PRESS_FLAT - alibi + a_half)
-    why = "; ".join(part for part in (f"sinusoidal grows {shown(sinusoidal, s_half)}, not wholly over x{PRESS_FACTOR:g}" if explodes != "holds" else "",
-                                      f"ALiBi grows {shown(alibi, a_half)}, not wholly under x{PRESS_FLAT:g}" if flat != "holds" else "") if part)
+    why = "; ".join(
+        part
+        for part in (
+            f"sinusoidal grows {shown(sinusoidal, s_half)}, not wholly over x{PRESS_FACTOR:g}" if explodes != "holds" else "",
+            f"ALiBi grows {shown(alibi, a_half)}, not wholly under x{PRESS_FLAT:g}" if flat != "holds" else "",
+        )
+        if part
+    )
     return Verdict(measured, every([explodes, flat]), why)
 
 
@@ -301,10 +330,15 @@ def relative_beats_absolute_on_long_sentences(table: Tables) -> Verdict:
         return Verdict("—", "not comparable", "relative and sinusoidal have no protocol 2 runs on wmt_long")
     ood, within = board["OOD mean"], board["ID mean"]
     result, difference = _judge_pair(table, "wmt_long", "relative", "sinusoidal")
-    measured = (f"wmt_long BLEU past the training lengths: relative {ood['relative']:.2f} vs sinusoidal {ood['sinusoidal']:.2f} "
-                f"(difference {difference}; within: {within['relative']:.2f} vs {within['sinusoidal']:.2f})")
-    why = {"holds": "", "fails": "sinusoidal translates the long sentences as well or better at this scale",
-           "unsure": "the difference is within its interval, or measured at one seed (no interval)"}[result]
+    measured = (
+        f"wmt_long BLEU past the training lengths: relative {ood['relative']:.2f} vs sinusoidal {ood['sinusoidal']:.2f} "
+        f"(difference {difference}; within: {within['relative']:.2f} vs {within['sinusoidal']:.2f})"
+    )
+    why = {
+        "holds": "",
+        "fails": "sinusoidal translates the long sentences as well or better at this scale",
+        "unsure": "the difference is within its interval, or measured at one seed (no interval)",
+    }[result]
     return Verdict(measured, every([result]), why)
 
 
@@ -322,32 +356,56 @@ def kazemnejad_scan(table: Tables) -> Verdict:
     pairs = [(a, b) for a in ranked for b in ranked if KAZEMNEJAD_SCAN[a] - KAZEMNEJAD_SCAN[b] > 0.05]
     judged = {pair: _judge_pair(table, "scan_length", *pair)[0] for pair in pairs}
     missing = [e for e in KAZEMNEJAD_SCAN if e not in ranked]
-    why = "; ".join(part for part in (
-        "the order differs: " + ", ".join(f"{a} <= {b}" for (a, b), j in judged.items() if j == "fails") if "fails" in judged.values() else "",
-        "within the interval: " + ", ".join(f"{a} > {b}" for (a, b), j in judged.items() if j == "unsure") if "unsure" in judged.values() else "",
-        "not learned or not run: " + ", ".join(missing) if missing else "") if part)
+    why = "; ".join(
+        part
+        for part in (
+            "the order differs: " + ", ".join(f"{a} <= {b}" for (a, b), j in judged.items() if j == "fails") if "fails" in judged.values() else "",
+            "within the interval: " + ", ".join(f"{a} > {b}" for (a, b), j in judged.items() if j == "unsure") if "unsure" in judged.values() else "",
+            "not learned or not run: " + ", ".join(missing) if missing else "",
+        )
+        if part
+    )
     return Verdict(measured, every(list(judged.values())), why)
 
 
 CLAIMS = (
-    Claim("NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
-          "Kazemnejad et al. 2023, arXiv:2305.19466 (NeurIPS)",
-          ", ".join(f"{e} {m}" for e, m in KAZEMNEJAD_MRR.items()) + " (their tasks, train <= 20, test 21-40, exact match)",
-          kazemnejad_order),
-    Claim("randomized positions beat their base encoding out of distribution",
-          "Ruoss et al. 2023, arXiv:2305.16843", "randomized > base on most tasks (encoder, per-sequence accuracy)",
-          randomized_beats_base),
-    Claim("learned absolute positions score about 0 past the training lengths",
-          "Ruoss et al. 2023; Kazemnejad et al. 2023", "about 0 beyond the trained positions", learned_fails_past_training),
+    Claim(
+        "NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
+        "Kazemnejad et al. 2023, arXiv:2305.19466 (NeurIPS)",
+        ", ".join(f"{e} {m}" for e, m in KAZEMNEJAD_MRR.items()) + " (their tasks, train <= 20, test 21-40, exact match)",
+        kazemnejad_order,
+    ),
+    Claim(
+        "randomized positions beat their base encoding out of distribution",
+        "Ruoss et al. 2023, arXiv:2305.16843",
+        "randomized > base on most tasks (encoder, per-sequence accuracy)",
+        randomized_beats_base,
+    ),
+    Claim(
+        "learned absolute positions score about 0 past the training lengths",
+        "Ruoss et al. 2023; Kazemnejad et al. 2023",
+        "about 0 beyond the trained positions",
+        learned_fails_past_training,
+    ),
     Claim("NoPE extrapolates best on sort-like tasks", "Kazemnejad et al. 2023", "NoPE first on sorting", nope_best_on_sort),
-    Claim("sinusoidal perplexity explodes past the training length, ALiBi's stays flat", "Press et al. 2022, arXiv:2108.12409, fig. 1",
-          "sinusoidal rises steeply past L, ALiBi flat to 16x (WikiText-103)", press_sinusoidal_explodes_alibi_flat),
-    Claim("on SCAN's length split: NoPE ~ T5 > ALiBi > RoPE > sinusoidal", "Kazemnejad et al. 2023, arXiv:2305.19466",
-          ", ".join(f"{e} {v}" for e, v in KAZEMNEJAD_SCAN.items()) + " (exact match)", kazemnejad_scan),
-    Claim("relative positions translate sentences longer than any in training better than absolute ones",
-          "Rosendahl et al. 2019 (IWSLT); Neishi and Yoshinaga 2019 (CoNLL)",
-          "relative ahead by 4.4-11.9% BLEU on sentences longer than the training ones, equal overall (WMT, Transformer)",
-          relative_beats_absolute_on_long_sentences),
+    Claim(
+        "sinusoidal perplexity explodes past the training length, ALiBi's stays flat",
+        "Press et al. 2022, arXiv:2108.12409, fig. 1",
+        "sinusoidal rises steeply past L, ALiBi flat to 16x (WikiText-103)",
+        press_sinusoidal_explodes_alibi_flat,
+    ),
+    Claim(
+        "on SCAN's length split: NoPE ~ T5 > ALiBi > RoPE > sinusoidal",
+        "Kazemnejad et al. 2023, arXiv:2305.19466",
+        ", ".join(f"{e} {v}" for e, v in KAZEMNEJAD_SCAN.items()) + " (exact match)",
+        kazemnejad_scan,
+    ),
+    Claim(
+        "relative positions translate sentences longer than any in training better than absolute ones",
+        "Rosendahl et al. 2019 (IWSLT); Neishi and Yoshinaga 2019 (CoNLL)",
+        "relative ahead by 4.4-11.9% BLEU on sentences longer than the training ones, equal overall (WMT, Transformer)",
+        relative_beats_absolute_on_long_sentences,
+    ),
 )
 
 
@@ -357,6 +415,9 @@ def validity_section(table: Tables) -> str:
     for claim in CLAIMS:
         verdict = claim.check(table)
         rows.append([claim.claim, claim.source, claim.published, verdict.measured, verdict.verdict, verdict.why or "—"])
-    return ("Published claims against pebench's protocol 2 records (OOD scores: the primary metric, mean over the runs that learned ID; "
-            "a difference: mean ± 95% Student-t half-width over the seeds at which both learned ID)\n\n"
-            + tabulate(rows, ["claim", "source", "published", "pebench", "verdict", "why it differs"], tablefmt="github") + "\n")
+    return (
+        "Published claims against pebench's protocol 2 records (OOD scores: the primary metric, mean over the runs that learned ID; "
+        "a difference: mean ± 95% Student-t half-width over the seeds at which both learned ID)\n\n"
+        + tabulate(rows, ["claim", "source", "published", "pebench", "verdict", "why it differs"], tablefmt="github")
+        + "\n"
+    )

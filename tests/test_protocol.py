@@ -1,7 +1,7 @@
 import pytest
 
-from pebench.cards import apply_overrides, encoding_card, task_card
-from pebench.protocol import resolve
+from pebench.cards import encoding_card, task_card
+from pebench.protocol import apply_overrides, resolve
 from pebench.registry import UnknownNameError
 
 

@@ -6,8 +6,11 @@ import math
 
 import pytest
 
-from pebench import report
-from pebench.report import interval, leaderboard, overall, write_reports
+from pebench import leaderboards, report
+from pebench import tables as rendering
+from pebench.leaderboards import leaderboard, overall
+from pebench.report import write_reports
+from pebench.statistics import interval
 from pebench.results import tables
 
 BUCKETS = [[1, 4], [5, 8]]
@@ -100,9 +103,9 @@ def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_task
     # D ran t2 only. Block 1: A, B, C over t1 and t2, as without D (C not ranked on t1: "—").
     # Block 2: A, B, C, D over t2 alone: A 0.8 > D 0.6 > C 0.5 > B 0.2, MRR 1, 1/2, 1/3, 1/4.
     records = toy_grid() + [record("t2", "D", seed, 0.6) for seed in range(3)]
-    first, second = report.overall_groups(tables(records))
+    first, second = leaderboards.overall_groups(tables(records))
     assert first.ranking.equals(overall(tables(toy_grid()))) and first.tasks == ["t1", "t2"] and len(first.cells) == 6
-    assert report.display_overall(first.ranking).set_index("encoding").loc["C", "t1"] == "—"
+    assert rendering.display_overall(first.ranking).set_index("encoding").loc["C", "t1"] == "—"
     assert second.tasks == ["t2"] and list(second.ranking.columns[6:]) == ["t2"]
     assert second.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 1, "D": 1 / 2, "C": 1 / 3, "B": 1 / 4})
     write_reports(records, tmp_path)
@@ -121,7 +124,7 @@ def test_a_block_holds_only_the_seeds_its_encodings_all_ran():
     # A ran t at seeds 0-2 (0.9, 0.1, 0.1), B at seeds 0-1 (0.5). Over seeds 0 and 1, A's mean is
     # 0.5: a tie with B (MRR 2/3 each). Counting A's seed 2 would give A 0.367 < B.
     records = [record("t", "A", seed, [0.9, 0.1, 0.1][seed]) for seed in range(3)] + [record("t", "B", seed, 0.5) for seed in range(2)]
-    [block] = report.overall_groups(tables(records))
+    [block] = leaderboards.overall_groups(tables(records))
     assert block.cells == frozenset({("t", 0), ("t", 1)})
     assert block.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 2 / 3, "B": 2 / 3})
 
@@ -131,13 +134,13 @@ def test_blocks_are_every_set_of_tasks_two_encodings_or_more_share():
     # no encoding ran exactly {t1, t2}, and the comparison of A and B on it is not lost.
     records = ([record(t, "A", 0, 0.5) for t in ("t1", "t2", "t3")] + [record(t, "B", 0, 0.4) for t in ("t1", "t2", "t4")]
                + [record("t1", "C", 0, 0.3)])
-    blocks = report.overall_groups(tables(records))
+    blocks = leaderboards.overall_groups(tables(records))
     assert [(sorted(b.ranking.encoding), b.tasks) for b in blocks] == [(["A", "B"], ["t1", "t2"]), (["A", "B", "C"], ["t1"])]
 
 
 def test_encodings_with_no_common_run_make_no_block_and_the_table_says_so(tmp_path):
     records = [record("t1", "A", 0, 0.5), record("t2", "B", 0, 0.4)]
-    assert report.overall_groups(tables(records)) == []
+    assert leaderboards.overall_groups(tables(records)) == []
     write_reports(records, tmp_path)
     assert "No two encodings have runs at a common task and seed yet." in (tmp_path / "overall.md").read_text()
     records.append(record("t1", "C", 0, 0.3))
@@ -221,22 +224,22 @@ def test_run_times_sum_each_records_stages_per_task():
     protocol1 = {**timed("t2", "A", 1, 6000), "protocol": 1}
     records = ([timed("t1", "A", seed, 300) for seed in range(3)] + [timed("t1", "B", 0, 120), timed("t2", "A", 0, 1200), record("t2", "C", 0, 0.5),
                timed("t1", "A", 0, 9999, settings={"training.steps": 7}), protocol1])
-    times = report.run_times(tables(records)).set_index("task")
+    times = leaderboards.run_times(tables(records)).set_index("task")
     assert list(times.index) == ["t2", "t1", "all"]  # most hours first
     assert times.loc["t1", ["runs", "encodings", "seeds"]].tolist() == [4, 2, "0, 1, 2"]
     assert times.loc["t1", ["hours", "minutes per run", "fastest", "slowest"]].tolist() == pytest.approx([17 / 60, 17 / 4, 2, 5])
     assert times.loc["t2", ["runs", "untimed", "hours", "fastest", "slowest"]].tolist() == pytest.approx([2, 1, 1 / 3, 20, 20])
     assert times.loc["all", ["runs", "untimed", "encodings", "hours"]].tolist() == pytest.approx([6, 1, 3, 37 / 60])
-    assert "untimed" in report.render_run_times(tables(records))
-    assert "untimed" not in report.render_run_times(tables(records[:5]))  # every run timed: no such column
+    assert "untimed" in rendering.render_run_times(tables(records))
+    assert "untimed" not in rendering.render_run_times(tables(records[:5]))  # every run timed: no such column
 
 
 def test_the_suite_matrix_shows_each_tasks_ood_score_bolds_the_best_and_marks_the_unlearned():
     # toy_grid: t1: B 0.5 > A (0.9 + 0.1 + 0.1) / 3 = 0.367; C never learns ID (ID 0.5): shown,
     # not ranked. t2: A 0.8 > C 0.5 > B 0.2. A task of the levels with no runs (t3) is left out.
-    scores = report.suite_scores(tables(toy_grid()), {"regular": ("t3", "t1"), "cs": ("t2",)})
+    scores = leaderboards.suite_scores(tables(toy_grid()), {"regular": ("t3", "t1"), "cs": ("t2",)})
     assert scores.groupby("task").size().to_dict() == {"t1": 3, "t2": 3}
-    lines = report.render_suite(scores, "T").splitlines()
+    lines = rendering.render_suite(scores, "T").splitlines()
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:] if not line.startswith("|--")]
     assert lines[0] == "T" and cells == [["level", "task", "A", "B", "C"], ["regular", "t1", "0.367", "**0.500**", "— (0.50)"],
                                          ["cs", "t2", "**0.800**", "0.200", "0.500"]]

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from pebench import train as training_module
-from pebench.cards import apply_overrides, encoding_card, task_card
-from pebench.protocol import resolve
+from pebench.cards import encoding_card, task_card
+from pebench.protocol import apply_overrides, resolve
 from pebench.train import NonFiniteError, set_up, train
 
 CPU = torch.device("cpu")

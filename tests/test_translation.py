@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from pebench.cards import apply_overrides, encoding_card, encoding_cards, task_card
+from pebench.cards import encoding_card, encoding_cards, task_card
 from pebench.data import DataNotFoundError, load_wmt14
 from pebench.metrics import text_scores
-from pebench.protocol import length_bucket, resolve
+from pebench.protocol import apply_overrides, length_bucket, resolve
 from pebench.tokenization import joint_bpe
 from pebench.train import run, set_up
 

@@ -200,8 +200,7 @@ class PositionalEncoding(nn.Module):
         """Additive attention-logit bias broadcastable to ``[b, h, s_q, s_k]``, or None."""
         return None
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site,
-               causal: bool = False) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
         """The attention output ``[b, h, s_q, d_h]``; see :func:`pebench.attention.scaled_dot_product`.
         ``causal``: the model's word that ``allowed`` is the causal mask of a full pass (a
         decoder's self-attention over s_q = s_k tokens), for the kernels' causal paths."""

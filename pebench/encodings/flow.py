@@ -129,8 +129,7 @@ def rk4_step(dynamics: nn.Module, t: float | Tensor, dt: float, y: Tensor) -> Te
     return y + (k1 + 3 * (k2 + k3) + k4) * dt * 0.125
 
 
-def rk4_knots(dynamics: nn.Module, state: Tensor, first: int, last: int, spacing: float, steps_per_knot: int,
-              step: Callable = rk4_step) -> Tensor:
+def rk4_knots(dynamics: nn.Module, state: Tensor, first: int, last: int, spacing: float, steps_per_knot: int, step: Callable = rk4_step) -> Tensor:
     """p at the knots j = first..last (times j * spacing) from p(first * spacing) = state
     ``[C, d]``, by ``steps_per_knot`` RK4 steps between consecutive knots, every time a host
     float: no device value is read back. ``step``: :func:`rk4_step`, or its compiled form
@@ -220,10 +219,11 @@ class Flow(PositionalEncoding):
         if backend not in BACKENDS:
             raise ValueError(f"FLOATER backend must be one of {BACKENDS}; got {backend!r}")
         if backend == "pebench" and (solver != "rk4" or adjoint):
-            raise ValueError(f"FLOATER's pebench backend solves with rk4 and direct gradients; for solver={solver!r} "
-                             f"or adjoint=true set backend=\"torchdiffeq\"")
+            raise ValueError(
+                f'FLOATER\'s pebench backend solves with rk4 and direct gradients; for solver={solver!r} or adjoint=true set backend="torchdiffeq"'
+            )
         if compile and backend != "pebench":
-            raise ValueError("FLOATER compiles the pebench backend's RK4 step only; set backend=\"pebench\" or compile=false")
+            raise ValueError('FLOATER compiles the pebench backend\'s RK4 step only; set backend="pebench" or compile=false')
         if delta <= 0 or (step_size is not None and step_size <= 0):
             raise ValueError(f"FLOATER delta and step_size must be positive; got delta={delta}, step_size={step_size}")
         if hidden is not None:
@@ -235,8 +235,10 @@ class Flow(PositionalEncoding):
         self.positions_per_knot = _whole_ratio(self.knot_spacing, delta)  # R = H / Delta
         self.steps_per_knot = _whole_ratio(self.knot_spacing, self.step_size)
         if self.positions_per_knot is None or self.steps_per_knot is None:
-            raise ValueError(f"FLOATER step_size must be a whole multiple or a whole fraction of delta; got step_size={step_size}, "
-                             f"delta={delta}: set step_size too, e.g. to {4 * delta:g} (4 positions a step) or {delta:g} (one)")
+            raise ValueError(
+                f"FLOATER step_size must be a whole multiple or a whole fraction of delta; got step_size={step_size}, "
+                f"delta={delta}: set step_size too, e.g. to {4 * delta:g} (4 positions a step) or {delta:g} (one)"
+            )
         if placement == "input":
             self.channel = {stack: i for i, stack in enumerate(geometry.stacks)}
             self.spans = [(i, 1) for i in self.channel.values()]
@@ -282,8 +284,7 @@ class Flow(PositionalEncoding):
             end = min(begin + CHUNK, last)
             times = torch.arange(begin, end + 1, device=state.device, dtype=_time_dtype(state)) * self.knot_spacing
             if self.adjoint:
-                path = odeint_adjoint(self.dynamics, state, times, method=self.solver, options=options,
-                                      adjoint_params=tuple(self.dynamics.parameters()))
+                path = odeint_adjoint(self.dynamics, state, times, method=self.solver, options=options, adjoint_params=tuple(self.dynamics.parameters()))
             else:
                 path = odeint(self.dynamics, state, times, method=self.solver, options=options)
             pieces.append(path[1:])
@@ -358,8 +359,9 @@ class Flow(PositionalEncoding):
         try:
             return torch.cuda.make_graphed_callables(solve, (self.initial,))
         except Exception as error:  # capture has many preconditions; eager always works
-            warnings.warn(f"FLOATER: CUDA graph capture of the ODE solve failed ({type(error).__name__}: {error}); solving eagerly",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"FLOATER: CUDA graph capture of the ODE solve failed ({type(error).__name__}: {error}); solving eagerly", RuntimeWarning, stacklevel=3
+            )
             return None
 
     def _grid(self, num_positions: int, cached: Tensor | None = None) -> Tensor:
@@ -387,8 +389,10 @@ class Flow(PositionalEncoding):
         finite = torch.isfinite(solution).flatten(1).all(dim=1)
         if not bool(finite.all()):
             first = int((~finite).nonzero()[0])
-            raise FloatingPointError(f"FLOATER's position state is not finite from position {first} (t = {first * self.delta:g}) of "
-                                     f"{solution.shape[0]} positions: its parameters are not finite (a diverged run?)")
+            raise FloatingPointError(
+                f"FLOATER's position state is not finite from position {first} (t = {first * self.delta:g}) of "
+                f"{solution.shape[0]} positions: its parameters are not finite (a diverged run?)"
+            )
 
     def solution(self, pos: Tensor) -> Tensor:
         """p(t_pos) for every channel: ``[s, C, d]``; :meth:`prepare` must have covered pos

@@ -36,9 +36,7 @@ class Learned(PositionalEncoding):
             require_range("the learned encoding", "max_positions", max_positions, at_least=1)
         require_range("the learned encoding", "init_std", init_std, at_least=0)
         self.max_positions = max_positions or geometry.max_length
-        self.tables = nn.ParameterDict(
-            {stack: nn.Parameter(torch.randn(self.max_positions, geometry.d_model) * init_std) for stack in geometry.stacks}
-        )
+        self.tables = nn.ParameterDict({stack: nn.Parameter(torch.randn(self.max_positions, geometry.d_model) * init_std) for stack in geometry.stacks})
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
         self.check_length(int(pos.max()) + 1)

@@ -63,8 +63,9 @@ class Randomized(PositionalEncoding):
     per_example_positions = True
     revision = 2  # 2: each example draws its own positions (1: one draw per batch, its rows taking prefixes)
 
-    def __init__(self, geometry: Geometry, base: str = "rope", max_position: int | None = None,
-                 eval_positions: str = "random", base_params: dict | None = None):
+    def __init__(
+        self, geometry: Geometry, base: str = "rope", max_position: int | None = None, eval_positions: str = "random", base_params: dict | None = None
+    ):
         super().__init__(geometry)
         from ..registry import ENCODINGS, plugin  # the registry imports plugins: import it late
 
@@ -77,8 +78,10 @@ class Randomized(PositionalEncoding):
         self.max_positions = self.max_position
         inner = plugin(ENCODINGS, base)
         if not inner.per_example_positions:
-            raise ValueError(f"randomized positions draw each example's own positions, which the base '{base}' ({inner.__name__}) "
-                             "cannot take (its per_example_positions is False); choose another base")
+            raise ValueError(
+                f"randomized positions draw each example's own positions, which the base '{base}' ({inner.__name__}) "
+                "cannot take (its per_example_positions is False); choose another base"
+            )
         self.inner = inner(dataclasses.replace(geometry, max_length=self.max_position), **(base_params or {}))
 
     def positions(self, length: int, device=None) -> Tensor:
@@ -137,8 +140,7 @@ class Randomized(PositionalEncoding):
     def project_key_value(self, k: Tensor, v: Tensor, pos: Tensor, site: Site) -> tuple[Tensor, Tensor]:
         return self.inner.project_key_value(k, v, pos, site)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site,
-               causal: bool = False) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
         return self.inner.attend(q, k, v, q_pos, k_pos, allowed, site, causal)
 
     def plan(self, length: int) -> dict:

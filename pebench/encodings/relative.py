@@ -51,16 +51,16 @@ class Relative(PositionalEncoding):
         self.key_vectors = nn.Parameter(torch.randn(shape) * geometry.d_head**-0.5)
         self.value_vectors = nn.Parameter(torch.randn(shape) * geometry.d_head**-0.5)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site,
-               causal: bool = False) -> Tensor:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
         if site.kind == "cross":
             return scaled_dot_product(q, k, v, allowed)
         layer = self.index[site]
         # on the CPU, where gathering by bucket takes a fifth of a training step (d=64, s=256), and
         # with the same consecutive positions for queries and keys (not randomized positions)
         banded = causal and q.device.type == "cpu" and torch.equal(q_pos, k_pos) and bool((q_pos.diff() == 1).all())
-        return RelativeAttention.apply(q, k, v, allowed, q_pos, k_pos, self.key_vectors[layer], self.value_vectors[layer], causal,
-                                       banded, torch.is_grad_enabled())
+        return RelativeAttention.apply(
+            q, k, v, allowed, q_pos, k_pos, self.key_vectors[layer], self.value_vectors[layer], causal, banded, torch.is_grad_enabled()
+        )
 
 
 class RelativeAttention(torch.autograd.Function):
@@ -96,8 +96,20 @@ class RelativeAttention(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
-                value_vectors: Tensor, causal: bool, banded: bool, keep: bool) -> Tensor:
+    def forward(
+        ctx,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        allowed: Tensor,
+        q_pos: Tensor,
+        k_pos: Tensor,
+        key_vectors: Tensor,
+        value_vectors: Tensor,
+        causal: bool,
+        banded: bool,
+        keep: bool,
+    ) -> Tensor:
         blocks = _blocks(attention_tiles(q, k, causal), q_pos, k_pos, key_vectors, banded)
         order = blocks[0][1].order
         q = order(q) * q.shape[-1] ** -0.5
@@ -124,7 +136,7 @@ class RelativeAttention(torch.autograd.Function):
     def backward(ctx, d_out: Tensor) -> tuple[Tensor | None, ...]:
         q, k, v, out, key_vectors, value_vectors, *saved = ctx.saved_tensors
         blocks = ctx.blocks
-        weights, per_bucket_weights = saved[:len(blocks)], saved[len(blocks):]
+        weights, per_bucket_weights = saved[: len(blocks)], saved[len(blocks) :]
         order = blocks[0][1].order
         with torch.autocast(**ctx.autocast):
             d_out = order(d_out)
@@ -145,8 +157,7 @@ class RelativeAttention(torch.autograd.Function):
         return order(d_q.mul_(q.shape[-1] ** -0.5)), d_k, d_v, None, None, None, d_key_vectors, d_value_vectors, None, None, None
 
 
-def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor,
-            banded: bool) -> list[tuple[slice, Gathered | Banded]]:
+def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor, banded: bool) -> list[tuple[slice, Gathered | Banded]]:
     """The blocks of a plan of :func:`~pebench.attention.attention_tiles` as (examples,
     chunk of query rows), one chunk object per chunk, shared by its blocks of examples:
     :class:`Banded` if banded and the first chunk has more than k rows (the later chunks start

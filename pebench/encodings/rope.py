@@ -52,8 +52,7 @@ def rotate(x: Tensor, pos: Tensor, inv_freq: Tensor) -> Tensor:
     return x.roll(x.shape[-1] // 2, dims=-1).mul_(sin).addcmul_(x, cos)
 
 
-def scaled_frequencies(method: str, d_head: int, base: float, factor: float, train_length: int,
-                       alpha: float = 1.0, beta: float = 32.0) -> tuple[Tensor, float]:
+def scaled_frequencies(method: str, d_head: int, base: float, factor: float, train_length: int, alpha: float = 1.0, beta: float = 32.0) -> tuple[Tensor, float]:
     """(theta'_i ``[d_h/2]``, q/k multiplier) of a RoPE scaling ``method`` at factor s."""
     theta = inverse_frequencies(d_head, base)
     if method == "none" or factor <= 1:
@@ -85,8 +84,9 @@ class RoPE(PositionalEncoding):
     reference = "Su et al. 2021, arXiv:2104.09864"
     per_example_positions = True
 
-    def __init__(self, geometry: Geometry, base: float = 10000.0, scaling: str = "none", factor: float | None = None,
-                 yarn_alpha: float = 1.0, yarn_beta: float = 32.0):
+    def __init__(
+        self, geometry: Geometry, base: float = 10000.0, scaling: str = "none", factor: float | None = None, yarn_alpha: float = 1.0, yarn_beta: float = 32.0
+    ):
         super().__init__(geometry)
         require_even(geometry.d_head, "the head width", "RoPE")
         if scaling not in SCALINGS:

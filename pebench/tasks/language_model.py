@@ -81,8 +81,11 @@ class TinyShakespeare(LanguageModel):
         cut = int(0.9 * len(ids))
         held_out = cut - int(0.05 * cut)
         self.split(ids[:held_out], ids[held_out:cut], ids[cut:])
-        self.data = {"origin": f"local:{data_root().resolve()}/{SHAKESPEARE}", "characters": len(ids),
-                     "tokens": {"train": held_out, "validation": cut - held_out, "evaluation": len(self.evaluation_ids)}}
+        self.data = {
+            "origin": f"local:{data_root().resolve()}/{SHAKESPEARE}",
+            "characters": len(ids),
+            "tokens": {"train": held_out, "validation": cut - held_out, "evaluation": len(self.evaluation_ids)},
+        }
 
 
 def _local_text(relative: str) -> str:
@@ -94,8 +97,10 @@ def _local_text(relative: str) -> str:
     root = data_root()
     if root is None or not (root / relative).is_file():
         where = f"{root / relative} is missing" if root is not None else "no data folder is set (--data-dir or $PEBENCH_DATA)"
-        raise DataNotFoundError(f"tiny-shakespeare not found: {where}. Download input.txt of karpathy/char-rnn "
-                                f"(data/tinyshakespeare/) into <folder>/{relative} and pass --data-dir <folder>")
+        raise DataNotFoundError(
+            f"tiny-shakespeare not found: {where}. Download input.txt of karpathy/char-rnn "
+            f"(data/tinyshakespeare/) into <folder>/{relative} and pass --data-dir <folder>"
+        )
     return (root / relative).read_text(encoding="utf-8")
 
 
@@ -120,8 +125,12 @@ class WikiText103(LanguageModel):
         self.symbols = [token for token, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])]
         streams = {name: [i for encoding in tokenizer.encode_batch(lines) for i in encoding.ids] for name, lines in splits.items()}
         self.split(streams["train"], streams["validation"], streams["test"])
-        self.data = {"origin": "hub:wikitext/wikitext-103-raw-v1", "tokenizer": str(path), "vocab_size": len(self.symbols),
-                     "tokens": {name: len(ids) for name, ids in streams.items()}}
+        self.data = {
+            "origin": "hub:wikitext/wikitext-103-raw-v1",
+            "tokenizer": str(path),
+            "vocab_size": len(self.symbols),
+            "tokens": {name: len(ids) for name, ids in streams.items()},
+        }
 
 
 def _wikitext_hub() -> dict[str, list[str]]:
@@ -135,6 +144,8 @@ def _wikitext_hub() -> dict[str, list[str]]:
 
         dataset = load_dataset("wikitext", "wikitext-103-raw-v1")
     except Exception as error:  # no network, no cache, hub refused: all end the same way
-        raise DataNotFoundError(f"WikiText-103 needs the Hugging Face hub (datasets.load_dataset('wikitext', 'wikitext-103-raw-v1')), "
-                                f"which failed: {type(error).__name__}: {str(error)[:200]}") from error
+        raise DataNotFoundError(
+            f"WikiText-103 needs the Hugging Face hub (datasets.load_dataset('wikitext', 'wikitext-103-raw-v1')), "
+            f"which failed: {type(error).__name__}: {str(error)[:200]}"
+        ) from error
     return {name: [line for line in dataset[name]["text"] if line.strip()] for name in ("train", "validation", "test")}

@@ -44,8 +44,10 @@ def load_scan() -> tuple[list[Pair], list[Pair], str]:
     if root is not None:
         files = [root / "scan" / f"tasks_{name}_length.txt" for name in ("train", "test")]
         if not all(path.is_file() for path in files):
-            raise DataNotFoundError(f"{root} lacks {files[0].relative_to(root)} or {files[1].relative_to(root)} (SCAN's length split, "
-                                    f"from github.com/brendenlake/SCAN, length_split/)")
+            raise DataNotFoundError(
+                f"{root} lacks {files[0].relative_to(root)} or {files[1].relative_to(root)} (SCAN's length split, "
+                f"from github.com/brendenlake/SCAN, length_split/)"
+            )
         train, test = (read_pairs(path.read_text(encoding="utf-8")) for path in files)
         return train, test, f"local:{(root / 'scan').resolve()}"
     try:
@@ -53,8 +55,9 @@ def load_scan() -> tuple[list[Pair], list[Pair], str]:
 
         splits = load_dataset("scan", "length")
     except Exception as error:  # no network, no cache, hub refused: all end the same way
-        raise DataNotFoundError(f"SCAN not found: no local folder (--data-dir or $PEBENCH_DATA) and the Hugging Face hub failed "
-                                f"({type(error).__name__}: {str(error)[:200]})") from error
+        raise DataNotFoundError(
+            f"SCAN not found: no local folder (--data-dir or $PEBENCH_DATA) and the Hugging Face hub failed ({type(error).__name__}: {str(error)[:200]})"
+        ) from error
     pairs = {name: list(zip(splits[name]["commands"], splits[name]["actions"])) for name in ("train", "test")}
     return pairs["train"], pairs["test"], "hub:scan/length"
 
@@ -78,7 +81,8 @@ class SCAN(Task):
             raise ValueError(f"held_out must lie in (0, 1); got {held_out}")
         train, test, origin = load_scan()
         self.symbols = sorted({word for command, _ in train + test for word in command.split()}) + sorted(
-            {action for _, actions in train + test for action in actions.split()})
+            {action for _, actions in train + test for action in actions.split()}
+        )
         order = list(range(len(train)))
         random.Random(split_seed).shuffle(order)
         cut = int(held_out * len(train))

@@ -111,6 +111,7 @@ class Addition(SyntheticTask):
         source = _digits(a) + (plus,) + _digits(b)
         return Example(source, _digits(a + b), length)
 
+
 def _number(rng: random.Random, digits: int) -> int:
     """A uniform number with exactly ``digits`` decimal digits (0 allowed for one digit)."""
     return rng.randint(0 if digits == 1 else 10 ** (digits - 1), 10**digits - 1)

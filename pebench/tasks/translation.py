@@ -20,6 +20,7 @@ from .base import Example, LengthBucket, Task
 
 TARGET_RATIO = 2  # training targets may be at most this many times the longest training source
 
+
 class WMT14(Task):
     """WMT14 translation, tokenized with a joint BPE trained on the training pairs.
 
@@ -38,8 +39,16 @@ class WMT14(Task):
     description = "WMT14 En-De news translation, BPE, length split by source subwords"
     reference = "Bojar et al. 2014 (WMT14); Liu et al. 2020, arXiv:2003.09229, sec. 4.2"
 
-    def __init__(self, source_lang: str = "en", target_lang: str = "de", vocab_size: int = 8000, tatoeba: bool = True,
-                 news_fraction: float = 0.5, eval_set: str = "test", max_train_pairs: int = 1_000_000):
+    def __init__(
+        self,
+        source_lang: str = "en",
+        target_lang: str = "de",
+        vocab_size: int = 8000,
+        tatoeba: bool = True,
+        news_fraction: float = 0.5,
+        eval_set: str = "test",
+        max_train_pairs: int = 1_000_000,
+    ):
         if eval_set not in ("test", "dev"):
             raise ValueError(f"eval_set must be 'test' (newstest2014) or 'dev' (newstest2013); got {eval_set!r}")
         corpus = load_wmt14(source_lang, target_lang, tatoeba, max_train_pairs)
@@ -50,14 +59,12 @@ class WMT14(Task):
         self.train = {name: self._examples(pairs) for name, pairs in corpus.train.items()}
         self.evaluation = self._examples(corpus.test if eval_set == "test" else corpus.dev)
         self.development = self._examples(corpus.dev)
-        self.data = {"origin": corpus.origin, "pairs": corpus.counts(), "eval_set": eval_set,
-                     "tokenizer": str(tokenizer_path), "vocab_size": len(self.symbols)}
+        self.data = {"origin": corpus.origin, "pairs": corpus.counts(), "eval_set": eval_set, "tokenizer": str(tokenizer_path), "vocab_size": len(self.symbols)}
 
     def _examples(self, pairs) -> list[Example]:
         sources = self.tokenizer.encode_batch([s for s, _ in pairs])
         targets = self.tokenizer.encode_batch([t for _, t in pairs])
-        return [Example(tuple(s.ids), tuple(t.ids), len(s.ids), reference=ref)
-                for s, t, (_, ref) in zip(sources, targets, pairs) if s.ids and t.ids]
+        return [Example(tuple(s.ids), tuple(t.ids), len(s.ids), reference=ref) for s, t, (_, ref) in zip(sources, targets, pairs) if s.ids and t.ids]
 
     def longest_tokens(self, length: int) -> tuple[int, int]:
         return length, TARGET_RATIO * length

@@ -1,0 +1,123 @@
+"""The report's figures (matplotlib): a metric against length per task, the training curves, a
+language model's loss by position in the window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .leaderboards import ranked
+from .metrics import METRICS
+from .results import Tables
+from .statistics import interval
+
+
+def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of the primary metric against length, one line per encoding: mean over runs with its
+    95% interval as a band, per length (per bucket, at its midpoint, for text metrics); the
+    training lengths shaded; encodings not ranked (most runs did not learn ID) dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = runs["primary"].iloc[0]
+    points = _plot_points(table, runs, metric)
+    figure, axes = plt.subplots(figsize=(9, 4.8), dpi=100)
+    colors = plt.get_cmap("tab20").colors
+    for index, (encoding, group) in enumerate(runs.groupby("encoding", sort=True)):
+        values = points[points.run.isin(group.run)].groupby("x")["value"]
+        mean, half = values.mean(), values.agg(interval).fillna(0)
+        color = colors[index % len(colors)]
+        style = "-" if ranked(group["learned"]) else "--"
+        axes.plot(mean.index, mean, style, marker="o", markersize=2, linewidth=1.2, label=encoding, color=color)
+        axes.fill_between(mean.index, mean - half, mean + half, color=color, alpha=0.12, linewidth=0)
+    lo, hi = runs["train_lo"].iloc[0], runs["train_hi"].iloc[0]
+    axes.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, label=f"training lengths ({lo}-{hi})")
+    per = "bucket midpoints" if METRICS[metric].kind == "text" else "per length"
+    axes.set(
+        xlabel=f"length ({runs['unit'].iloc[0]}; {per})",
+        ylabel=metric,
+        title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)",
+    )
+    if METRICS[metric].kind == "language_model":  # Press et al.'s figure 1: perplexity against the evaluation length, both on log scales
+        axes.set_xscale("log", base=2)
+        axes.set_yscale("log")
+    else:
+        axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
+
+
+def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of a language model's loss against the position in the window, at each evaluation
+    length (a panel each), one line per encoding (mean over runs), the training length marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = table.positions[table.positions.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
+    lengths = sorted(points["length"].unique())
+    figure, panels = plt.subplots(1, len(lengths), figsize=(3.2 * len(lengths) + 2, 3.6), dpi=100, squeeze=False)
+    colors = plt.get_cmap("tab20").colors
+    for axes, length in zip(panels[0], lengths):
+        for index, (encoding, rows) in enumerate(points[points.length == length].groupby("encoding", sort=True)):
+            mean = rows.groupby("position")["loss"].mean()
+            axes.plot(mean.index, mean, linewidth=1, color=colors[index % len(colors)], label=encoding)
+        axes.axvline(runs["train_hi"].iloc[0], color="black", linestyle="--", linewidth=1)
+        axes.set(title=f"context {length}", xlabel="position in the window", ylabel="loss (nats)" if length == lengths[0] else None)
+        axes.grid(alpha=0.3)
+    panels[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    figure.suptitle(f"{name}: loss by position, nonoverlapping windows (dashed: the training length)")
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
+
+
+def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of the training curves: the mean training loss and the ID validation score of the
+    primary metric against the step, one line per run (coloured by encoding), the ID target
+    marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = table.curves[table.curves.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
+    figure, (loss_axes, score_axes) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=100)
+    colors = plt.get_cmap("tab20").colors
+    for index, (encoding, rows) in enumerate(curves.groupby("encoding", sort=True)):
+        for number, (_, run) in enumerate(rows.groupby("run", sort=True)):
+            label = encoding if number == 0 else None
+            loss_axes.plot(run["step"], run["loss"], linewidth=1, color=colors[index % len(colors)], label=label)
+            score_axes.plot(run["step"], run["validation"], linewidth=1, color=colors[index % len(colors)])
+    target = runs["target"].iloc[0]
+    if pd.notna(target):
+        score_axes.axhline(target, color="black", linestyle="--", linewidth=1)
+    loss_axes.set(xlabel="step", ylabel="training loss", yscale="log", title="mean training loss since the last validation")
+    score_axes.set(
+        xlabel="step", ylabel=runs["primary"].iloc[0], title="ID validation score" + (f" (dashed: the target, {target:g})" if pd.notna(target) else "")
+    )
+    for axes in (loss_axes, score_axes):
+        axes.grid(alpha=0.3)
+    loss_axes.legend(fontsize=7)
+    figure.suptitle(f"{name}: training curves, one line per run")
+    figure.tight_layout()
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
+
+
+def _plot_points(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """(run, x, value) of ``metric``: per length where recorded, else per bucket midpoint (an
+    open last bucket at 1.25x its lower edge)."""
+    lengths = table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)]
+    if METRICS[metric].kind != "text" and not lengths.empty:
+        return lengths.rename(columns={"length": "x"})[["run", "x", "value"]].astype({"value": float})
+    buckets = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric) & (table.scores.order >= 2)]
+    x = [(lo + hi) / 2 if hi != float("inf") else 1.25 * lo for lo, hi in zip(buckets["lo"], buckets["hi"])]
+    return pd.DataFrame({"run": buckets["run"], "x": x, "value": buckets["value"].astype(float)})
