@@ -93,8 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     report_parser.add_argument(
         "--readme",
         type=Path,
+        nargs="+",
         metavar="MARKDOWN",
-        help="then refresh this file's '<!-- generated: PATH -->' sections (PATH relative to it) from the written tables",
+        help="then refresh these documents' '<!-- generated: PATH -->' sections (PATH relative to each) from the written tables",
     )
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
@@ -232,8 +233,9 @@ def command_list(args) -> int:
 
 def command_report(args) -> int:
     args.results = args.results_option or args.results
-    if args.readme and not args.readme.is_file():
-        return _fail(FileNotFoundError(f"--readme {args.readme}: no such file"))
+    for document in args.readme or []:
+        if not document.is_file():
+            return _fail(FileNotFoundError(f"--readme {document}: no such file"))
     records, skipped = load_records(args.results)
     for path, reason in skipped:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
@@ -245,15 +247,15 @@ def command_report(args) -> int:
     for text in write_reports(records, out, bench.load(args.results)).values():
         print(text)
     print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md, runtime.md")
-    if args.readme:
+    for document in args.readme or []:
         try:
-            refreshed = refresh_sections(args.readme)
+            refreshed = refresh_sections(document)
         except (OSError, ValueError) as error:
-            return _fail(type(error)(f"the tables are written, {args.readme} is unchanged: {error}"))
-        print(f"refreshed in {args.readme}: " + ", ".join(refreshed))
-        if not any((args.readme.parent / path).resolve().is_relative_to(out.resolve()) for path in refreshed):
+            return _fail(type(error)(f"the tables are written, {document} is unchanged: {error}"))
+        print(f"refreshed in {document}: " + ", ".join(refreshed))
+        if not any((document.parent / path).resolve().is_relative_to(out.resolve()) for path in refreshed):
             print(
-                f"pebench report: warning: no generated section of {args.readme} names a file under {out}: its tables are not the ones just written",
+                f"pebench report: warning: no generated section of {document} names a file under {out}: its tables are not the ones just written",
                 file=sys.stderr,
             )
     return 0

@@ -3,6 +3,7 @@ from HEAD, so that a user's own runs do not count), and the README shows the gen
 not hand-edited ones."""
 
 import io
+import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -41,13 +42,40 @@ def test_committed_leaderboards_regenerate_identically_from_the_committed_record
             assert regenerated[name].read_text() == path.read_text(), f"{name} differs from what pebench report makes now"
 
 
-def test_the_readme_shows_the_generated_tables(tmp_path):
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_documents_show_the_generated_tables(tmp_path):
     # The committed tables, or those regenerated in this checkout: a user's own runs and
-    # `pebench report` (the README's first commands) rewrite results/ but not the README.
-    readme = (ROOT / "README.md").read_text()
-    blocks = generated_sections(readme)
-    assert {"results/leaderboards/overall.md", "results/leaderboards/validity.md", "results/leaderboards/runtime.md", "results/leaderboards/chomsky.md",
-            "results/throughput/summary.md"} <= set(blocks)
+    # `pebench report` (the README's first commands) rewrite results/ but not the documents.
     committed = committed_results(tmp_path).parent
-    for path, text in blocks.items():
-        assert text in ((committed / path).read_text(), (ROOT / path).read_text()), f"README block differs from {path}"
+    shown = set()
+    for document in DOCUMENTS:
+        for path, text in generated_sections(document.read_text()).items():
+            file = (document.parent / path).resolve().relative_to(ROOT)
+            shown.add(str(file))
+            assert text in ((committed / file).read_text(), (ROOT / file).read_text()), f"{document.name}: its section differs from {file}"
+    assert {"results/leaderboards/overall.md", "results/leaderboards/validity.md", "results/leaderboards/runtime.md", "results/leaderboards/chomsky.md",
+            "results/throughput/summary.md"} <= shown
+    assert "results/leaderboards/overall.md" in generated_sections((ROOT / "README.md").read_text())  # the headline, on the first page
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(document: Path) -> set[str]:
+    """GitHub's anchors of a Markdown document's headings."""
+    headings = [line.lstrip("#").strip() for line in document.read_text().splitlines() if line.startswith("#")]
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_link_of_the_documents_resolves():
+    for document in DOCUMENTS:
+        for target in LINK.findall(document.read_text()):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (document.parent / path).resolve() if path else document
+            assert linked.exists(), f"{document.name}: the link {target} names no file"
+            if anchor:
+                assert anchor in _anchors(linked), f"{document.name}: the link {target} names no heading of {linked.name}"
