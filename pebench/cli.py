@@ -27,7 +27,7 @@ from .data import DATA_ENV
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
-from .layout import USER_RESULTS, leaderboards_dir, runs_dir
+from .layout import RUNS, USER_RESULTS, leaderboards_dir, record_files, runs_dir
 from .metrics import METRICS
 from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
@@ -195,12 +195,14 @@ def _print_run(record: dict, path: Path) -> None:
     if scores["unscored"]:
         print(f"not scored: bucket(s) {', '.join(scores['unscored'])} (see eval tok/s); the scores of their splits are left out")
     training, parameters = record["training"], record["parameters"]
+    validated = training["curve"][-1]["validation"].get(record["task"]["metrics"]["primary"]) if training.get("curve") else None
+    on_validation = "" if validated is None else f", {format(validated, digits)} on the ID validation set, not the evaluation set above"
     if training["target"] is None:
         stop = "no ID target"
     elif training["steps_to_target"] is None:
-        stop = f"ID target {training['target']:g} NOT reached: not ranked on OOD"
+        stop = f"ID target {training['target']:g} NOT reached{on_validation}: not ranked on OOD"
     else:
-        stop = f"ID target {training['target']:g} reached"
+        stop = f"ID target {training['target']:g} reached{on_validation}"
     print(
         f"\ntraining: {training['steps']} of at most {training['step_cap']} steps ({stop}) in {training['wall_seconds']:.0f} s, "
         f"{training['tokens_per_second']:,.0f} tok/s, final loss {training['final_loss']:.4f}, "
@@ -231,6 +233,15 @@ def command_list(args) -> int:
     return 0
 
 
+def written(printed: dict[str, str], out: Path) -> str:
+    """What ``pebench report`` wrote: its tables by name, and the sections present in ``out``."""
+    tables = [name for name in printed if name not in ("overall", "legend")]
+    parts = [f"{len(tables)} task table{'s' if len(tables) != 1 else ''} ({', '.join(tables)}: .md, .csv, .tex, .html, .png)"]
+    parts += [f"{name}.*" for name in ("overall", "chomsky") if (out / f"{name}.md").is_file()]
+    parts += [name for name in ("validity.md", "runtime.md", "legend.md") if (out / name).is_file()]
+    return ", ".join(parts)
+
+
 def command_report(args) -> int:
     args.results = args.results_option or args.results
     for document in args.readme or []:
@@ -240,13 +251,17 @@ def command_report(args) -> int:
     for path, reason in skipped:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
     if not any(record.get("status") == "ok" for record in records):
-        return _fail(FileNotFoundError(f"no successful run records under {runs_dir(args.results)}; run `pebench run --encoding E --task T` first"))
+        hint = "run `pebench run --encoding E --task T` first"
+        if record_files(args.results.parent) and args.results.name == RUNS:  # given the runs/ folder itself
+            hint = f"{args.results} is a runs/ folder: give the results folder that holds it, `pebench report {args.results.parent}`"
+        return _fail(FileNotFoundError(f"no successful run records under {runs_dir(args.results)}; {hint}"))
     from .report import write_reports  # pandas and scipy: seconds of start-up that only the report needs
 
     out = args.out or leaderboards_dir(args.results)
-    for text in write_reports(records, out, bench.load(args.results)).values():
+    printed = write_reports(records, out, bench.load(args.results))
+    for text in printed.values():
         print(text)
-    print(f"written: {out}/<task>.md, .csv, .tex, .html, .png, overall.*, validity.md, runtime.md")
+    print(f"written to {out}: {written(printed, out)}")
     for document in args.readme or []:
         try:
             refreshed = refresh_sections(document)

@@ -4,14 +4,22 @@ The local folder is ``--data-dir`` or ``$PEBENCH_DATA``, laid out like pebench's
 ``wmt_newstest_en_de/newstestYYYY.{en,de}`` (line-aligned raw text) and
 ``tatoeba_deu_eng/deu.txt.gz`` (``English<TAB>German``). Without a local folder, WMT14 is
 loaded with ``datasets.load_dataset("wmt14", "de-en")``.
+
+Every hub load goes through :func:`from_hub`: when the hub cannot be reached at all (no network),
+it says so at once with the local layout to use instead, rather than after the hub client's
+retries (27 s of them for SCAN).
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlparse
 
 DATA_ENV = "PEBENCH_DATA"
 NEWS = "wmt_newstest_en_de"
@@ -52,6 +60,49 @@ class TranslationCorpus:
 
     def counts(self) -> dict[str, int]:
         return {**{f"train_{name}": len(pairs) for name, pairs in self.train.items()}, "dev": len(self.dev), "test": len(self.test)}
+
+
+HUB_PROBE_SECONDS = 3.0
+Loaded = TypeVar("Loaded")
+
+
+def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether a TCP connection to the Hugging Face hub's endpoint (``$HF_ENDPOINT`` or the
+    default) opens within ``timeout`` seconds; True in the hub clients' offline mode
+    (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE``), where they read their cache instead."""
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        return True
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((endpoint.hostname, endpoint.port or 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def from_hub(what: str, layout: str | None, load: Callable[[], Loaded]) -> Loaded:
+    """``load()`` (a ``datasets`` call) when there is no local folder.
+
+    Raises:
+        DataNotFoundError: naming ``what``, why the hub gave nothing, and ``layout``: the files
+            to put under a folder passed as ``--data-dir`` (or ``$PEBENCH_DATA``) instead (None:
+            the dataset has no local layout, only the hub and its cache).
+    """
+    if layout is None:
+        instead = "It is read from the hub only, or from the hub client's cache (HF_DATASETS_OFFLINE=1)."
+    else:
+        instead = f"Put {layout} under a folder and pass it: `--data-dir FOLDER` or `export {DATA_ENV}=FOLDER`."
+    if not hub_reachable():
+        raise DataNotFoundError(
+            f"{what} not found: no local folder was given (--data-dir or ${DATA_ENV}) and the Hugging Face hub cannot be reached from here. {instead}"
+        )
+    try:
+        return load()
+    except Exception as error:  # no cache, hub refused, dataset gone: all end the same way
+        raise DataNotFoundError(
+            f"{what} not found: no local folder was given (--data-dir or ${DATA_ENV}) and the Hugging Face hub "
+            f"failed ({type(error).__name__}: {str(error)[:200]}). {instead}"
+        ) from error
 
 
 def data_root() -> Path | None:
@@ -127,11 +178,4 @@ def load_wmt14(source: str = "en", target: str = "de", tatoeba: bool = True, max
     root = data_root()
     if root is not None:
         return wmt14_local(root, source, target, tatoeba)
-    try:
-        return wmt14_hub(source, target, max_train_pairs)
-    except Exception as error:  # no network, no cache, hub refused: all end the same way
-        raise DataNotFoundError(
-            f"WMT14 En-De not found: no local folder was given (--data-dir or ${DATA_ENV} unset) and the "
-            f"Hugging Face hub failed ({type(error).__name__}: {str(error)[:200]}). Point pebench at a folder "
-            f"holding {NEWS}/ and {TATOEBA}/: `pebench run ... --data-dir PATH` or `export {DATA_ENV}=PATH`."
-        ) from error
+    return from_hub("WMT14 En-De", f"{NEWS}/newstestYYYY.{{{source},{target}}} and {TATOEBA}/deu.txt.gz", lambda: wmt14_hub(source, target, max_train_pairs))

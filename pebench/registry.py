@@ -9,10 +9,12 @@ A plugin that fails to import is skipped with a warning that names it; the rest 
 from __future__ import annotations
 
 import inspect
+import traceback
 import typing
 import warnings
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 
 from .card_values import check_type
 
@@ -21,6 +23,11 @@ if typing.TYPE_CHECKING:
 
 ENCODINGS = "pebench.encodings"
 TASKS = "pebench.tasks"
+
+
+class PluginBuildError(ValueError):
+    """A plugin's constructor raised something other than the ValueError or TypeError of a bad
+    parameter: a bug of the plugin, named with where it was raised."""
 
 
 class UnknownNameError(LookupError):
@@ -100,13 +107,15 @@ def build_encoding(encoding_card: dict, geometry: Geometry) -> PositionalEncodin
         ValueError: for a param the plugin does not take, or a value it refuses (both list the
             plugin's parameters).
         TypeError: for a value of the wrong type (listing them too).
+        PluginBuildError: when the plugin's constructor raises anything else (its own bug).
     """
     cls = plugin(ENCODINGS, encoding_card["plugin"])
     signature = inspect.signature(cls)
     accepted = [name for name in signature.parameters if name != "geometry"]
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
     unknown = sorted(set(encoding_card["params"]) - set(accepted))
-    described = f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' ({cls.__name__}); its parameters: {', '.join(accepted) or 'none'}"
+    named = f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' ({cls.__name__})"
+    described = f"{named}; its parameters: {', '.join(accepted) or 'none'}"
     if unknown and not takes_any:
         raise ValueError(f"no parameter {', '.join(map(repr, unknown))} in {described}")
     hints = _annotations(cls)
@@ -117,6 +126,11 @@ def build_encoding(encoding_card: dict, geometry: Geometry) -> PositionalEncodin
         return cls(geometry, **encoding_card["params"])
     except (TypeError, ValueError) as error:
         raise type(error)(f"{error} (in {described}; set with --set encoding.NAME=VALUE)") from error
+    except Exception as error:  # the plugin's own bug: named, with where it was raised, not a bare traceback
+        frame = traceback.extract_tb(error.__traceback__)[-1]
+        raise PluginBuildError(
+            f"{named} failed to build: {type(error).__name__}: {error} (raised at {Path(frame.filename).name}:{frame.lineno}, in {frame.name})"
+        ) from error
 
 
 def _annotations(cls: type) -> dict:

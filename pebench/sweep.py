@@ -59,15 +59,19 @@ def seeds(requested: str) -> list[int]:
     """Seeds from ``"0,1,2"`` or a range ``"0-2"``.
 
     Raises:
-        ValueError: for anything else.
+        ValueError: for anything else, and for a range with no seed (``2-0``).
     """
     try:
         if "-" in requested.strip("-"):
             first, last = (int(part) for part in requested.split("-"))
-            return list(range(first, last + 1))
-        return [int(part) for part in requested.split(",")]
+            found = list(range(first, last + 1))
+        else:
+            found = [int(part) for part in requested.split(",")]
     except ValueError:
         raise ValueError(f"--seeds expects a list such as 0,1,2 or a range such as 0-2; got {requested!r}") from None
+    if not found:
+        raise ValueError(f"--seeds {requested} is an empty range (its last seed comes before its first): write {last}-{first}")
+    return found
 
 
 def state_of(planned: Planned) -> str:

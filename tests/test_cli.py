@@ -9,8 +9,10 @@ import sys
 import pytest
 import torch
 
+from pebench import PositionalEncoding
 from pebench.cli import main
 from pebench.records import is_complete
+from pebench.registry import ENCODINGS, plugins
 
 TINY = ["--set", "training.steps=30", "--set", "split.eval_examples=20", "--set", "training.warmup_steps=5", "--set", "split.validation_examples=16",
         "--set", "training.eval_every=10", "--quiet"]
@@ -41,6 +43,8 @@ def test_run_writes_a_complete_record_and_prints_the_buckets(tmp_path):
     assert "17-32" in out.stdout and "sequence_accuracy" in out.stdout and "OOD score" in out.stdout and "tok/s" in out.stdout
     [path] = (tmp_path / "runs" / "copy" / "flow").glob("seed3-*.json")  # overridden config: hashed name
     record = json.loads(path.read_text())
+    validated = record["training"]["curve"][-1]["validation"]["sequence_accuracy"]  # the target is judged there, not on the ID bucket
+    assert f"ID target 0.99 NOT reached, {validated:.3f} on the ID validation set, not the evaluation set above" in out.stdout
     assert is_complete(record) and record["protocol"] == 2
     assert record["encoding"]["params"]["placement"] == "attention" and record["encoding"]["params"]["adjoint"] is False
     assert record["settings"] == {"split.eval_examples": 20, "split.validation_examples": 16, "training.eval_every": 10,
@@ -134,6 +138,8 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
             assert out.returncode == 0, out.stderr
     out = pebench("report", str(tmp_path))
     assert out.returncode == 0, out.stderr
+    [written] = [line for line in out.stdout.splitlines() if line.startswith("written to ")]
+    assert ": 1 task table (reverse@" in written and "validity.md, runtime.md, legend.md" in written and "overall" not in written  # none was written
     label = re.search(r"^(reverse@[0-9a-f]{8}):", out.stdout, flags=re.M).group(1)  # the tiny budget's table
     assert f"{label}: sequence_accuracy (ID = 1-16; buckets 1-16, 17-32, 33-48, 49-64), mean ± 95% interval over runs" in out.stdout
     assert f"{label}: exact_match" in out.stdout and f"{label}: teacher_forced_accuracy" in out.stdout
@@ -160,6 +166,42 @@ def test_report_on_a_small_sweep_prints_a_leaderboard(tmp_path):
 def test_report_without_records_says_what_to_do(tmp_path, capsys):
     out = pebench_here(capsys, "report", str(tmp_path))
     assert out.returncode == 2 and "pebench run --encoding" in out.stderr
+
+
+def test_report_given_the_runs_folder_names_the_results_folder(tmp_path, capsys):
+    record = tmp_path / "runs" / "copy" / "rope" / "seed0.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{}")
+    out = pebench_here(capsys, "report", str(tmp_path / "runs"))
+    assert out.returncode == 2 and f"is a runs/ folder: give the results folder that holds it, `pebench report {tmp_path}`" in out.stderr
+
+
+def test_an_empty_seed_range_is_refused(tmp_path, capsys):
+    out = pebench_here(capsys, "sweep", "--tasks", "copy", "--encodings", "rope", "--seeds", "2-0", "--results", str(tmp_path))
+    assert out.returncode == 2 and "--seeds 2-0 is an empty range (its last seed comes before its first): write 0-2" in out.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+class BrokenConstructor(PositionalEncoding):
+    """A plugin whose constructor has a bug of its own (not a bad parameter)."""
+
+    def __init__(self, geometry):
+        super().__init__(geometry)
+        self.scale = 1 / (geometry.d_model - geometry.d_model)
+
+
+def test_a_plugin_whose_constructor_raises_is_named_not_a_traceback(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(plugins(ENCODINGS), "broken", BrokenConstructor)
+    out = pebench_here(capsys, "run", "--encoding", "broken", "--task", "copy", "--results", str(tmp_path), *TINY)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "encoding 'broken' (BrokenConstructor) failed to build: ZeroDivisionError: division by zero (raised at test_cli.py:" in out.stderr
+
+
+def test_the_public_names_are_importable_from_pebench():
+    from pebench import Geometry, PositionalEncoding, PositionLimitError, Site, require_range  # noqa: F401  (the README's names)
+
+    with pytest.raises(ValueError, match="RoPE needs base > 0; got 0"):
+        require_range("RoPE", "base", 0, above=0)
 
 
 def test_the_record_says_which_rope_scaling_each_bucket_ran_under(tmp_path):

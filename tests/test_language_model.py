@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from pebench import data as pebench_data
 import torch
 
 from pebench.cards import task_card
@@ -96,6 +98,7 @@ def test_wikitext_103_loads_from_the_hub(monkeypatch, tmp_path):
     monkeypatch.delenv("PEBENCH_DATA", raising=False)
     monkeypatch.setenv("PEBENCH_CACHE", str(tmp_path))
     monkeypatch.setattr(datasets, "load_dataset", fake_hub)
+    monkeypatch.setattr(pebench_data, "hub_reachable", lambda: True)  # the hub is stubbed, not reached
     card = task_card("lm_long_wikitext103")
     card["params"]["vocab_size"] = 300
     task = resolve(card).task

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from pebench import data as pebench_data
+from pebench.data import DataNotFoundError
+
 from pebench.cards import task_card
 from pebench.protocol import resolve
 from pebench.tasks.scan import read_pairs
@@ -43,7 +46,24 @@ def test_scan_loads_from_the_hub_without_a_data_folder(monkeypatch):
 
     monkeypatch.delenv("PEBENCH_DATA", raising=False)
     monkeypatch.setattr(datasets, "load_dataset", fake_hub)
+    monkeypatch.setattr(pebench_data, "hub_reachable", lambda: True)  # the hub is stubbed, not reached
     card = task_card("scan_length")
     card["params"]["held_out"] = 0.5
     task = resolve(card).task
     assert task.data["origin"] == "hub:scan/length" and task.data["pairs"]["test"] == 1
+
+
+def test_an_unreachable_hub_says_so_at_once_with_the_local_layout(monkeypatch):
+    # Without a data folder and without network, no hub client is tried (its retries took 27 s):
+    # the error names the files to put under --data-dir.
+    import datasets
+
+    def never(*args, **kwargs):
+        raise AssertionError("the hub client was called")
+
+    monkeypatch.delenv("PEBENCH_DATA", raising=False)
+    monkeypatch.setattr(datasets, "load_dataset", never)
+    monkeypatch.setattr(pebench_data, "hub_reachable", lambda: False)
+    with pytest.raises(DataNotFoundError, match=r"SCAN not found: .*the Hugging Face hub cannot be reached from here\. "
+                                                r"Put scan/tasks_train_length\.txt and scan/tasks_test_length\.txt .* `--data-dir FOLDER`"):
+        resolve(task_card("scan_length"))

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from pebench import data as pebench_data
 import torch
 
 from pebench.cards import encoding_card, encoding_cards, task_card
@@ -61,7 +63,7 @@ def test_no_local_folder_and_no_hub_says_how_to_point_at_data(monkeypatch):
         raise ConnectionError("hub unreachable")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DataNotFoundError, match=r"--data-dir PATH.*export PEBENCH_DATA=PATH"):
+    with pytest.raises(DataNotFoundError, match=r"wmt_newstest_en_de/newstestYYYY\.\{en,de\}.*--data-dir FOLDER.*export PEBENCH_DATA=FOLDER"):
         load_wmt14()
 
 
@@ -75,6 +77,7 @@ def test_hub_path_reads_wmt14_splits(monkeypatch):
 
     monkeypatch.delenv("PEBENCH_DATA", raising=False)
     monkeypatch.setattr(datasets, "load_dataset", fake_hub)
+    monkeypatch.setattr(pebench_data, "hub_reachable", lambda: True)  # the hub is stubbed, not reached
     corpus = load_wmt14("en", "de")
     assert corpus.origin == "hub:wmt14/de-en" and corpus.test == [("Hello world.", "Hallo Welt.")]
 

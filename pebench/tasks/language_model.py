@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from ..data import DataNotFoundError, data_root
+from ..data import DataNotFoundError, data_root, from_hub
 from ..tokenization import joint_bpe
 from .base import Example, LengthBucket, Task
 
@@ -139,13 +139,11 @@ def _wikitext_hub() -> dict[str, list[str]]:
     Raises:
         DataNotFoundError: when the hub fails.
     """
-    try:
+
+    def hub():
         from datasets import load_dataset
 
-        dataset = load_dataset("wikitext", "wikitext-103-raw-v1")
-    except Exception as error:  # no network, no cache, hub refused: all end the same way
-        raise DataNotFoundError(
-            f"WikiText-103 needs the Hugging Face hub (datasets.load_dataset('wikitext', 'wikitext-103-raw-v1')), "
-            f"which failed: {type(error).__name__}: {str(error)[:200]}"
-        ) from error
+        return load_dataset("wikitext", "wikitext-103-raw-v1")
+
+    dataset = from_hub("WikiText-103", None, hub)
     return {name: [line for line in dataset[name]["text"] if line.strip()] for name in ("train", "validation", "test")}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from ..data import DataNotFoundError, data_root
+from ..data import DataNotFoundError, data_root, from_hub
 from .base import Example, LengthBucket, Task
 
 Pair = tuple[str, str]
@@ -50,14 +50,13 @@ def load_scan() -> tuple[list[Pair], list[Pair], str]:
             )
         train, test = (read_pairs(path.read_text(encoding="utf-8")) for path in files)
         return train, test, f"local:{(root / 'scan').resolve()}"
-    try:
+
+    def hub():
         from datasets import load_dataset
 
-        splits = load_dataset("scan", "length")
-    except Exception as error:  # no network, no cache, hub refused: all end the same way
-        raise DataNotFoundError(
-            f"SCAN not found: no local folder (--data-dir or $PEBENCH_DATA) and the Hugging Face hub failed ({type(error).__name__}: {str(error)[:200]})"
-        ) from error
+        return load_dataset("scan", "length")
+
+    splits = from_hub("SCAN", "scan/tasks_train_length.txt and scan/tasks_test_length.txt (github.com/brendenlake/SCAN, length_split/)", hub)
     pairs = {name: list(zip(splits[name]["commands"], splits[name]["actions"])) for name in ("train", "test")}
     return pairs["train"], pairs["test"], "hub:scan/length"
 
