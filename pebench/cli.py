@@ -97,6 +97,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MARKDOWN",
         help="then refresh these documents' '<!-- generated: PATH -->' sections (PATH relative to each) from the written tables",
     )
+    plan_parser = commands.add_parser("plan", help="the seeds each validity claim's pairs need for 80%% power, and the sweeps that run them")
+    plan_parser.add_argument("results", nargs="?", type=Path, default=USER_RESULTS, help="the results folder (default: %(default)s)")
+
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
     sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real), or all (default)")
@@ -242,6 +245,17 @@ def written(printed: dict[str, str], out: Path) -> str:
     return ", ".join(parts)
 
 
+def command_plan(args) -> int:
+    records, skipped = load_records(args.results)
+    for path, reason in skipped:
+        print(f"pebench plan: skipping {path}: {reason}", file=sys.stderr)
+    from .results import tables
+    from .validity import render_plan
+
+    print(render_plan(tables([record for record in records if record.get("status") == "ok"])), end="")
+    return 0
+
+
 def command_report(args) -> int:
     args.results = args.results_option or args.results
     for document in args.readme or []:
@@ -352,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             "evaluate": command_evaluate,
             "list": command_list,
             "report": command_report,
+            "plan": command_plan,
             "bench": command_bench,
             "sweep": command_sweep,
         }

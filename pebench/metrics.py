@@ -44,12 +44,16 @@ class Metric:
             ``"language_model"`` (scored on a text at each evaluation length).
         higher_is_better: the direction of "better" (ranks, differences, plots).
         digits: decimals a table shows.
+        margin: the equivalence margin δ of a difference of two encodings' scores, in the
+            metric's units (:mod:`pebench.verdicts`): differences inside ±δ count as none. 0.02
+            for accuracies (two points), 0.5 BLEU or chrF points, 0.1 perplexity, 0.01 bits.
     """
 
     name: str
     kind: str
     higher_is_better: bool = True
     digits: int = 3
+    margin: float = 0.02
 
 
 METRICS = {
@@ -58,9 +62,12 @@ METRICS = {
         Metric("sequence_accuracy", "example"),
         Metric("exact_match", "example"),
         Metric("teacher_forced_accuracy", "example"),
-        Metric("bleu", "text", digits=2),
-        Metric("chrf", "text", digits=2),
-        *(Metric(name, "language_model", higher_is_better=False) for name in ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")),
+        Metric("bleu", "text", digits=2, margin=0.5),
+        Metric("chrf", "text", digits=2, margin=0.5),
+        *(
+            Metric(name, "language_model", higher_is_better=False, margin=0.01 if name.endswith("bits_per_token") else 0.1)
+            for name in ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")
+        ),
     )
 }
 

@@ -1,25 +1,36 @@
-"""The validity section: published claims about length generalization, set beside what pebench
-measures, each with a verdict.
+"""The validity section: published claims about length generalization, each stated as a list of
+directed pairs, judged on pebench's records.
 
-Each claim rests on comparisons: one encoding's OOD score against another's, or against a
-threshold. A comparison *holds* when the 95% interval of the difference lies wholly on the
-claim's side (excludes 0), *fails* when it lies wholly on the other side or at 0 (a tie
-measured at every seed refutes a strict order), and is *unsure* otherwise, including a
-comparison made at one seed, which has no interval. Differences of two encodings on one task are
-paired by seed (Student's t over the per-seed differences, :func:`paired_difference`), and so are
-MRRs (the MRR at each seed alone, :func:`kazemnejad_order`).
+A pair says "a is better than b" on a task and metric (or "a's score is on the claimed side of a
+threshold"). It is judged on its per-seed differences (a's OOD score minus b's at the same seed,
+turned around where lower is better; for a threshold, the claimed side's distance from it) by
+:mod:`pebench.verdicts`: *holds*, *reversed*, *equivalent* (within ±δ, two one-sided tests) or
+*unresolved*, Holm-corrected over the pairs of one claim; the claim is *reproduced* (every pair
+holds), *contradicted* (one is reversed) or *partly*, with the counts. A claim is *settled* when
+none of its pairs is unresolved: reproduced, contradicted, or partly with every pair that does not
+hold shown equivalent.
 
-Verdicts: *reproduced* (the claim's comparisons hold), *not reproduced* (they fail: one of an
-"every" claim, at least half of a "most" claim), *inconclusive* (neither at these seeds: more seeds would
-decide), *not comparable* (pebench has not measured what the claim needs: a task or encoding not
-run, or not learned ID on most runs). Every figure comes from the protocol 2 records of the
-cards' own settings, through the leaderboards' own per-run scores (:func:`pebench.leaderboards.run_scores`,
-:func:`pebench.leaderboards.leaderboard`), so the section changes only when the records do.
+δ, the equivalence margin: the metric's (:data:`pebench.metrics.METRICS`: 0.02 for accuracies,
+0.5 BLEU points), :data:`MRR_MARGIN` for a difference of MRRs, :data:`RATIO_MARGIN` for a
+perplexity ratio.
+
+An ordering of k encodings is its k - 1 adjacent pairs: the claim is exactly those (the others
+follow from them), and every further pair would spend Holm's α on a consequence. Pairs are made
+only where both encodings learned ID on most runs of the task, at the seeds where both learned it
+(a model that has not learned the training lengths is never compared); the pairs a claim could
+not make are named. Every figure comes from the protocol 2 records of the cards' own settings,
+through the leaderboards' own per-run scores (:func:`pebench.leaderboards.run_scores`), so the
+section changes only when the records do.
+
+:func:`seed_plan` sizes a grid for the claims: per pair, the seeds at which the paired t test has
+80% power at the observed difference (:func:`pebench.verdicts.seeds_for_power`); per task, the
+largest of those counts that does not exceed :data:`pebench.verdicts.MAX_PLANNED_SEEDS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,56 +39,66 @@ import pandas as pd
 from tabulate import tabulate
 
 from .cards import suite_tasks
-from .leaderboards import counts_ood, leaderboard, overall, ranked_runs, run_scores
-from .metrics import higher_is_better
+from .leaderboards import counts_ood, leaderboard, overall, ranked_runs, run_scores, run_times
+from .metrics import METRICS, higher_is_better
 from .results import Tables
-from .statistics import interval
+from .verdicts import MAX_PLANNED_SEEDS, PairTest, claim_verdict, judge_pairs, pair_test, seeds_for_power
 
 SYNTHETIC = suite_tasks("synthetic")
 KAZEMNEJAD_ORDER = ("nope", "t5", "alibi", "rope", "sinusoidal")
 KAZEMNEJAD_MRR = {"nope": 0.687, "t5": 0.549, "alibi": 0.502, "rope": 0.330, "sinusoidal": 0.215}
+KAZEMNEJAD_SCAN = {"nope": 0.80, "t5": 0.80, "alibi": 0.44, "rope": 0.28, "sinusoidal": 0.06}
+SCAN_PAIRS = (("nope", "alibi"), ("t5", "alibi"), ("alibi", "rope"), ("rope", "sinusoidal"))  # the order's adjacent pairs; NoPE ~ T5 claims no order
 RANDOMIZED_PAIRS = {"randomized": "rope", "randomized_sinusoidal": "sinusoidal"}
 RUOSS_TASKS = ("copy", "reverse") + suite_tasks("chomsky")  # theirs: the Chomsky suite
 NEAR_ZERO = 0.05  # OOD exact match below this reads as "about 0"
+PRESS_FACTOR = 2.0  # perplexity at 16x over 1x above this: "explodes"
+PRESS_FLAT = 1.1  # and below this: "stays flat"
+MRR_MARGIN = 0.05  # δ of an MRR difference: a quarter of the gap between ranks 1 and 2 of five (1 - 1/2), the gap of ranks 4 and 5
+RATIO_MARGIN = 0.1  # δ of a perplexity ratio (x0.1)
 
 
-@dataclass
-class Verdict:
-    measured: str
-    verdict: str
-    why: str = ""
+@dataclass(frozen=True)
+class Comparison:
+    """One directed pair of a claim, measured.
+
+    Args:
+        pair: what is claimed, e.g. ``"nope > t5"`` or ``"learned < 0.05"``.
+        tasks: the tasks it is measured on (the four synthetic tasks for an MRR).
+        metric: what is compared, e.g. ``"exact_match"``, ``"MRR of exact_match"``.
+        encodings: the encodings whose runs it needs.
+        differences: per seed, how far the claimed side is ahead (positive: as claimed).
+        margin: the equivalence margin δ, in the units of ``differences``.
+        means: the two means at the paired seeds, e.g. ``"0.583 vs 0.616"``.
+    """
+
+    pair: str
+    tasks: tuple[str, ...]
+    metric: str
+    encodings: tuple[str, ...]
+    differences: tuple[float, ...]
+    margin: float
+    means: str
+
+    def test(self) -> PairTest:
+        return pair_test(self.differences, self.margin)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Measured:
+    """What a claim's check found: its comparisons, and the pairs it could not make (why)."""
+
+    comparisons: tuple[Comparison, ...] = ()
+    not_compared: str = ""
+
+
+@dataclass(frozen=True)
 class Claim:
     claim: str
     source: str
     published: str
-    check: Callable[[Tables], Verdict]
-
-
-def judge(low: float, high: float) -> str:
-    """One comparison from the 95% interval (low, high) of (claimed better - claimed worse):
-    "holds" (low > 0), "fails" (high <= 0) or "unsure" (otherwise, and for a NaN interval)."""
-    return "holds" if low > 0 else "fails" if high <= 0 else "unsure"
-
-
-def every(judged: list[str]) -> str:
-    """The verdict of a claim that needs every comparison of ``judged`` to hold (none made: not
-    comparable)."""
-    if not judged:
-        return "not comparable"
-    return "reproduced" if all(j == "holds" for j in judged) else "not reproduced" if "fails" in judged else "inconclusive"
-
-
-def most(judged: list[str]) -> str:
-    """The verdict of a claim that needs more than half of ``judged`` to hold: reproduced when
-    those that hold are most, not reproduced when they would not be even if every unsure one held
-    (at least half fail), none made: not comparable."""
-    if not judged:
-        return "not comparable"
-    holds, fails = judged.count("holds"), judged.count("fails")
-    return "reproduced" if 2 * holds > len(judged) else "not reproduced" if 2 * (len(judged) - fails) <= len(judged) else "inconclusive"
+    pairs: str  # which pairs stand for the claim, and why
+    check: Callable[[Tables], Measured]
 
 
 def _counted_runs(table: Tables, task: str, encodings: list[str]) -> pd.DataFrame:
@@ -100,47 +121,6 @@ def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None =
     return by_seed.pivot_table(index="seed", columns="encoding", values="ood", aggfunc="mean").reindex(columns=[a, b]).dropna(), scored
 
 
-def _difference(wide: pd.DataFrame, scored: str) -> tuple[float, float, int]:
-    """The mean of (a - b) over the rows of :func:`paired_scores`' frame [seeds, (a, b)], turned
-    around where ``scored`` is lower-better, its 95% Student-t half-width and the seeds."""
-    a, b = wide.columns
-    difference = (wide[a] - wide[b]) * (1 if higher_is_better(scored) else -1)
-    return (float(difference.mean()) if len(difference) else float("nan")), interval(difference), len(difference)
-
-
-def paired_difference(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[float, float, int]:
-    """How much better a's OOD score is than b's on ``task``, over :func:`paired_scores`' seeds:
-    a - b, or b - a for a metric where lower is better (perplexity, bits): the mean difference,
-    its 95% Student-t half-width (NaN at one seed) and the number of seeds (0: mean NaN)."""
-    return _difference(*paired_scores(table, task, a, b, metric))
-
-
-def _judged(wide: pd.DataFrame, scored: str) -> tuple[str, str]:
-    """judge(a better than b) from the paired frame and the difference as text, e.g.
-    "+0.167 ± 0.050, 3 seeds"."""
-    mean, half, seeds = _difference(wide, scored)
-    if not seeds:
-        return "unsure", "no seed at which both learned ID"
-    shown = f"{mean:+.3f}" + ("" if np.isnan(half) else f" ± {half:.3f}") + f", {seeds} seed{'s' if seeds != 1 else ''}"
-    return judge(mean - half, mean + half), shown
-
-
-def _judge_pair(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[str, str]:
-    """judge(a better than b on task) and the difference as text (:func:`_judged`)."""
-    return _judged(*paired_scores(table, task, a, b, metric))
-
-
-def _versus(table: Tables, task: str, a: str, b: str) -> tuple[str, str]:
-    """judge(a better than b on task) and both means at the seeds the difference pairs, with the
-    difference, e.g. "a 0.258 vs b 0.091 (+0.167 ± 0.119, 3 seeds)": the two means differ by it."""
-    wide, scored = paired_scores(table, task, a, b)
-    result, shown = _judged(wide, scored)
-    if wide.empty:
-        return result, f"{a} vs {b} ({shown})"
-    means = wide.mean()
-    return result, f"{a} {means[a]:.3f} vs {b} {means[b]:.3f} ({shown})"
-
-
 def _board(table: Tables, task: str, metric: str | None = None) -> pd.DataFrame | None:
     """The protocol 2 leaderboard of ``task`` at the cards' settings, indexed by encoding."""
     runs = ranked_runs(table)
@@ -150,222 +130,135 @@ def _board(table: Tables, task: str, metric: str | None = None) -> pd.DataFrame 
     return leaderboard(table, runs, metric or runs["primary"].iloc[0]).set_index("encoding")
 
 
-def _learned(board: pd.DataFrame, encoding: str) -> bool:
-    return encoding in board.index and bool(board.loc[encoding, "ranked"])
+def _learned(board: pd.DataFrame | None, encoding: str) -> bool:
+    return board is not None and encoding in board.index and bool(board.loc[encoding, "ranked"])
 
 
-def kazemnejad_order(table: Tables) -> Verdict:
-    """The five encodings' MRR over the four synthetic tasks on OOD exact match (the published
-    figures' metric), at each seed where all five ran all four, alone (:func:`pebench.leaderboards.overall`
-    of that seed's runs): shown as its mean over those seeds, each pair in the paper's order
-    judged on its per-seed difference, Student-t over the seeds (:func:`judge`; one seed:
-    unsure). One statistic for both, so the order shown is the order judged; at more than one
-    seed it can differ from the overall table's MRR, which ranks seed-averaged scores."""
+def compare(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> Comparison | None:
+    """a better than b on ``task``'s OOD score (``metric`` or the primary one), paired by seed;
+    None unless both learned ID on most runs of the task."""
+    board = _board(table, task)
+    if not (_learned(board, a) and _learned(board, b)):
+        return None
+    wide, scored = paired_scores(table, task, a, b, metric)
+    sign = 1 if higher_is_better(scored) else -1
+    means = f"{wide[a].mean():.3f} vs {wide[b].mean():.3f}" if len(wide) else "—"
+    return Comparison(f"{a} > {b}", (task,), scored, (a, b), tuple(sign * (wide[a] - wide[b])), METRICS[scored].margin, means)
+
+
+def _pairs(table: Tables, wanted: list[tuple[str, str, str]], metric: str | None = None) -> Measured:
+    """:func:`compare` of each (task, a, b) of ``wanted``; those not made are named."""
+    made, missing = [], []
+    for task, a, b in wanted:
+        comparison = compare(table, task, a, b, metric)
+        (made if comparison else missing).append(comparison or f"{a} > {b} on {task}")
+    return Measured(tuple(made), "not learned ID on most runs, or not run: " + ", ".join(missing) if missing else "")
+
+
+def _mrr_per_seed(table: Tables) -> pd.DataFrame | None:
+    """Kazemnejad et al.'s five encodings' MRR of OOD exact match over the four synthetic tasks,
+    at each seed where all five ran all four, alone (:func:`pebench.leaderboards.overall` of that
+    seed's runs): [encodings, seeds]; None without such a seed."""
     runs = ranked_runs(table)
     runs = runs[runs.card.isin(KAZEMNEJAD_ORDER) & (runs.encoding == runs.card) & runs.task.isin(SYNTHETIC)]
     needed = {(task, encoding) for task in SYNTHETIC for encoding in KAZEMNEJAD_ORDER}
     seeds = sorted(seed for seed, group in runs.groupby("seed") if needed <= set(zip(group.task, group.encoding)))
     if not seeds:
-        return Verdict("—", "not comparable", "no seed at which the five encodings all have protocol 2 runs on every decoder-only synthetic task")
-    per_seed = pd.DataFrame(
+        return None
+    return pd.DataFrame(
         {seed: overall(dataclasses.replace(table, runs=runs[runs.seed == seed]), "exact_match").set_index("encoding").MRR for seed in seeds}
-    ).reindex(list(KAZEMNEJAD_ORDER))  # [encodings, seeds]
-    mrr = per_seed.mean(axis=1).sort_values(ascending=False, kind="stable")  # best first; ties in the paper's order
+    ).reindex(list(KAZEMNEJAD_ORDER))
 
-    def order(a: str, b: str) -> str:
-        return "=" if np.isclose(mrr[a], mrr[b]) else ">" if mrr[a] > mrr[b] else "<"
 
-    def judged(a: str, b: str) -> str:
-        difference = per_seed.loc[a] - per_seed.loc[b]
-        half = interval(difference)
-        return judge(difference.mean() - half, difference.mean() + half)
-
-    ranked = list(mrr.index)
-    counted = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
-    measured = (
-        f"{ranked[0]} {mrr[ranked[0]]:.3f}"
-        + "".join(f" {order(a, b)} {b} {mrr[b]:.3f}" for a, b in zip(ranked, ranked[1:]))
-        + f" (MRR of OOD exact match over {', '.join(sorted(SYNTHETIC))} at each seed, mean over {counted})"
-    )
-    pairs = {(a, b): judged(a, b) for i, a in enumerate(KAZEMNEJAD_ORDER) for b in KAZEMNEJAD_ORDER[i + 1 :]}
-    shown = {result: [f"{a} {order(a, b)} {b}" for (a, b), r in pairs.items() if r == result] for result in ("fails", "unsure")}
-    why = "; ".join(
-        part
-        for part in (
-            "the order differs: " + ", ".join(shown["fails"]) + " here" if shown["fails"] else "",
-            f"within the interval of the per-seed MRR difference ({counted}): " + ", ".join(shown["unsure"]) if shown["unsure"] else "",
+def kazemnejad_order(table: Tables) -> Measured:
+    """The order's adjacent pairs on the per-seed MRR of OOD exact match over the four synthetic
+    tasks (:func:`_mrr_per_seed`): MRR is the paper's statistic, and one MRR per seed pairs the
+    encodings by seed."""
+    per_seed = _mrr_per_seed(table)
+    if per_seed is None:
+        return Measured(not_compared="no seed at which the five encodings all have protocol 2 runs on every decoder-only synthetic task")
+    return Measured(
+        tuple(
+            Comparison(
+                f"{a} > {b}",
+                SYNTHETIC,
+                "MRR of exact_match",
+                KAZEMNEJAD_ORDER,
+                tuple(per_seed.loc[a] - per_seed.loc[b]),
+                MRR_MARGIN,
+                f"{per_seed.loc[a].mean():.3f} vs {per_seed.loc[b].mean():.3f}",
+            )
+            for a, b in zip(KAZEMNEJAD_ORDER, KAZEMNEJAD_ORDER[1:])
         )
-        if part
     )
-    return Verdict(measured, every(list(pairs.values())), why)
 
 
-def randomized_beats_base(table: Tables) -> Verdict:
-    """A randomized card against its base, one comparison per task and pair of cards where both
-    learned ID, over Ruoss et al.'s Chomsky tasks and copy, reverse; the claim is "on most
-    tasks" (:func:`most`), each comparison paired by seed, each mean shown over the seeds it
-    pairs (so a pair's two means differ by its difference)."""
-    cells, judged, failed, missing = [], [], [], []
-    for task in RUOSS_TASKS:
-        board = _board(table, task)
-        for randomized, base in RANDOMIZED_PAIRS.items():
-            if board is None or not (_learned(board, randomized) and _learned(board, base)):
-                missing.append(f"{randomized}/{base} on {task}")
-                continue
-            result, shown = _versus(table, task, randomized, base)
-            judged.append(result)
-            cells.append(f"{task}: {shown}")
-            if result != "holds":
-                failed.append(f"{task} ({randomized}, {result})")
-    if not cells:
-        return Verdict("—", "not comparable", "no randomized card and its base both learned ID on any of their tasks")
-    measured = f"better beyond the interval on {judged.count('holds')} of {len(judged)}: " + "; ".join(cells)
-    why = "; ".join(
-        part
-        for part in (
-            "not better beyond the interval on: " + ", ".join(failed) if failed else "",
-            f"{len(missing)} other pairs not learned or not run" if missing else "",
-        )
-        if part
-    )
-    return Verdict(measured, most(judged), why)
+def randomized_beats_base(table: Tables) -> Measured:
+    """Each randomized card against its base on each of Ruoss et al.'s tasks (theirs, and copy and reverse)."""
+    return _pairs(table, [(task, randomized, base) for task in RUOSS_TASKS for randomized, base in RANDOMIZED_PAIRS.items()])
 
 
-def learned_fails_past_training(table: Tables) -> Verdict:
-    """About 0 on every synthetic task where learned positions learned ID: the 95% interval of
-    its mean OOD exact match wholly below :data:`NEAR_ZERO` (one run: no interval, unsure)."""
-    cells, judged, high = [], [], []
-    for task in SYNTHETIC:
-        board = _board(table, task, "exact_match")
-        if board is None or not _learned(board, "learned"):
-            continue
-        value, half = board.loc["learned", "OOD mean"], board.loc["learned", "OOD ci"]
-        cells.append(f"{task} {value:.3f}" + ("" if np.isnan(half) else f" ± {half:.3f}"))
-        judged.append(judge(NEAR_ZERO - value - half, NEAR_ZERO - value + half))
-        if judged[-1] != "holds":
-            high.append(task)
-    if not cells:
-        return Verdict("—", "not comparable", "learned did not learn ID on most runs of any synthetic task")
-    measured = "OOD exact match: " + ", ".join(cells)
-    return Verdict(measured, every(judged), f"interval not wholly below {NEAR_ZERO} on {', '.join(high)}" if high else "")
+def _below(table: Tables, task: str, encoding: str, metric: str, threshold: float) -> Comparison | None:
+    """``encoding``'s OOD ``metric`` on ``task`` below ``threshold``: per run that counts, the
+    threshold minus the score; None unless it learned ID on most runs."""
+    if not _learned(_board(table, task, metric), encoding):
+        return None
+    runs = _counted_runs(table, task, [encoding])
+    scores = run_scores(table, runs, metric)["OOD"]
+    return Comparison(f"{encoding} < {threshold:g}", (task,), metric, (encoding,), tuple(threshold - scores), METRICS[metric].margin, f"{scores.mean():.3f}")
 
 
-def nope_best_on_sort(table: Tables) -> Verdict:
-    """NoPE ahead of every other encoding ranked on sort, each comparison paired by seed; the
-    board's means beside the runner-up's comparison at the seeds it pairs."""
-    board = _board(table, "sort")
-    if board is None or not _learned(board, "nope"):
-        return Verdict("—", "not comparable", "NoPE has no ranked protocol 2 runs on sort")
-    rivals = [e for e in board.index[board["rank"].notna()] if e != "nope"]
-    judged = {rival: _versus(table, "sort", "nope", rival) for rival in rivals}
-    runner_up = board.loc[rivals, "OOD mean"].idxmax() if rivals else None
-    measured = f"sort OOD: nope {board.loc['nope', 'OOD mean']:.3f} (rank {board.loc['nope', 'rank']:g})" + (
-        f"; best other {runner_up} {board.loc[runner_up, 'OOD mean']:.3f}; at the seeds both learned: {judged[runner_up][1]}" if runner_up else ""
-    )
-    ahead = [rival for rival, (result, _) in judged.items() if result == "fails"]
-    unsure = [rival for rival, (result, _) in judged.items() if result == "unsure"]
-    why = "; ".join(
-        part
-        for part in (
-            "as good as NoPE or better beyond the interval: " + ", ".join(ahead) if ahead else "",
-            "not separated from NoPE by the interval: " + ", ".join(unsure) if unsure else "",
-        )
-        if part
-    )
-    return Verdict(measured, every([result for result, _ in judged.values()]), why)
+def learned_fails_past_training(table: Tables) -> Measured:
+    """Learned positions' OOD exact match below :data:`NEAR_ZERO` on each synthetic task where
+    they learned ID."""
+    made = [c for c in (_below(table, task, "learned", "exact_match", NEAR_ZERO) for task in SYNTHETIC) if c]
+    missing = [task for task in SYNTHETIC if not _learned(_board(table, task, "exact_match"), "learned")]
+    return Measured(tuple(made), "learned did not learn ID on most runs, or not run: " + ", ".join(missing) if missing else "")
 
 
-PRESS_FACTOR = 2.0  # perplexity at 16x over 1x above this: "explodes"
-PRESS_FLAT = 1.1  # and below this: "stays flat"
+def nope_best_on_sort(table: Tables) -> Measured:
+    """NoPE ahead of each of the other four of Kazemnejad et al.'s encodings on sort's OOD exact
+    match: their claim is over their five, on their metric."""
+    return _pairs(table, [("sort", "nope", rival) for rival in KAZEMNEJAD_ORDER[1:]], "exact_match")
 
 
-def _growth(table: Tables, encoding: str, longest: str) -> tuple[float, float]:
-    """Perplexity at the ``longest`` bucket over perplexity at the training context, per run of
-    ``encoding`` on lm_long: the mean ratio and its 95% Student-t half-width."""
+def _growth(table: Tables, encoding: str, above: bool, threshold: float) -> Comparison | None:
+    """Perplexity at lm_long's longest bucket over that at the training context, per run of
+    ``encoding``: above (or below) ``threshold``."""
     runs = _counted_runs(table, "lm_long", [encoding])
+    if runs.empty:
+        return None
     scores = run_scores(table, runs, runs["primary"].iloc[0])
+    longest = [where for where in scores.columns if where not in ("ID", "OOD")][-1]
     ratios = scores[longest] / scores["ID"]
-    return float(ratios.mean()), interval(ratios)
-
-
-def press_sinusoidal_explodes_alibi_flat(table: Tables) -> Verdict:
-    """Sinusoidal's perplexity at the longest bucket over that at the training context above
-    :data:`PRESS_FACTOR`, ALiBi's below :data:`PRESS_FLAT`, each ratio's interval over runs
-    wholly on the claimed side."""
-    board = _board(table, "lm_long")
-    if board is None or not all(e in board.index for e in ("sinusoidal", "alibi")):
-        return Verdict("—", "not comparable", "sinusoidal and ALiBi have no protocol 2 runs on lm_long")
-    lengths = [column[: -len(" mean")] for column in board.columns if column.endswith(" mean") and column[0].isdigit()]
-    longest = lengths[-1]
-    (sinusoidal, s_half), (alibi, a_half) = _growth(table, "sinusoidal", longest), _growth(table, "alibi", longest)
-
-    def shown(ratio: float, half: float) -> str:
-        return f"x{ratio:.2f}" + ("" if np.isnan(half) else f" ± {half:.2f}")
-
-    measured = (
-        f"perplexity at the training context -> at {longest}: sinusoidal {board.loc['sinusoidal', 'ID mean']:.2f} -> "
-        f"{board.loc['sinusoidal', f'{longest} mean']:.2f} ({shown(sinusoidal, s_half)} per run), ALiBi "
-        f"{board.loc['alibi', 'ID mean']:.2f} -> {board.loc['alibi', f'{longest} mean']:.2f} ({shown(alibi, a_half)} per run)"
+    return Comparison(
+        f"{encoding} x{'>' if above else '<'}{threshold:g}",
+        ("lm_long",),
+        f"perplexity {longest} / ID",
+        (encoding,),
+        tuple((ratios - threshold) if above else (threshold - ratios)),
+        RATIO_MARGIN,
+        f"{scores['ID'].mean():.2f} -> {scores[longest].mean():.2f} (x{ratios.mean():.2f})",
     )
-    explodes = judge(sinusoidal - s_half - PRESS_FACTOR, sinusoidal + s_half - PRESS_FACTOR)
-    flat = judge(PRESS_FLAT - alibi - a_half, PRESS_FLAT - alibi + a_half)
-    why = "; ".join(
-        part
-        for part in (
-            f"sinusoidal grows {shown(sinusoidal, s_half)}, not wholly over x{PRESS_FACTOR:g}" if explodes != "holds" else "",
-            f"ALiBi grows {shown(alibi, a_half)}, not wholly under x{PRESS_FLAT:g}" if flat != "holds" else "",
-        )
-        if part
-    )
-    return Verdict(measured, every([explodes, flat]), why)
 
 
-def relative_beats_absolute_on_long_sentences(table: Tables) -> Verdict:
-    """Shaw's relative encoding against sinusoidal in corpus BLEU on the test sentences longer
-    than the training ones (wmt_long's OOD split; no ID target there), paired by seed. The
-    papers' own test is over sentences at one seed; pebench keeps no hypotheses in its records,
-    so one seed here has no interval."""
-    board = _board(table, "wmt_long")
-    if board is None or not all(e in board.index for e in ("relative", "sinusoidal")):
-        return Verdict("—", "not comparable", "relative and sinusoidal have no protocol 2 runs on wmt_long")
-    ood, within = board["OOD mean"], board["ID mean"]
-    result, difference = _judge_pair(table, "wmt_long", "relative", "sinusoidal")
-    measured = (
-        f"wmt_long BLEU past the training lengths: relative {ood['relative']:.2f} vs sinusoidal {ood['sinusoidal']:.2f} "
-        f"(difference {difference}; within: {within['relative']:.2f} vs {within['sinusoidal']:.2f})"
-    )
-    why = {
-        "holds": "",
-        "fails": "sinusoidal translates the long sentences as well or better at this scale",
-        "unsure": "the difference is within its interval, or measured at one seed (no interval)",
-    }[result]
-    return Verdict(measured, every([result]), why)
+def press_sinusoidal_explodes_alibi_flat(table: Tables) -> Measured:
+    """Sinusoidal's perplexity ratio (longest bucket over the training context) above
+    :data:`PRESS_FACTOR`, ALiBi's below :data:`PRESS_FLAT`."""
+    made = [c for c in (_growth(table, "sinusoidal", True, PRESS_FACTOR), _growth(table, "alibi", False, PRESS_FLAT)) if c]
+    return Measured(tuple(made), "" if len(made) == 2 else "sinusoidal or ALiBi has no protocol 2 runs on lm_long")
 
 
-KAZEMNEJAD_SCAN = {"nope": 0.80, "t5": 0.80, "alibi": 0.44, "rope": 0.28, "sinusoidal": 0.06}
+def kazemnejad_scan(table: Tables) -> Measured:
+    """The adjacent pairs of the paper's SCAN order (:data:`SCAN_PAIRS`) on exact match."""
+    return _pairs(table, [("scan_length", a, b) for a, b in SCAN_PAIRS])
 
 
-def kazemnejad_scan(table: Tables) -> Verdict:
-    """Every pair the paper separates by more than 0.05 in the same order here, paired by seed,
-    over the encodings that learned SCAN's training lengths."""
-    board = _board(table, "scan_length")
-    ranked = [e for e in KAZEMNEJAD_SCAN if board is not None and _learned(board, e)]
-    if len(ranked) < 2:
-        return Verdict("—", "not comparable", "fewer than two of NoPE, T5, ALiBi, RoPE and sinusoidal learned SCAN's training lengths")
-    measured = "OOD exact match: " + ", ".join(f"{e} {board.loc[e, 'OOD mean']:.2f}" for e in ranked)
-    pairs = [(a, b) for a in ranked for b in ranked if KAZEMNEJAD_SCAN[a] - KAZEMNEJAD_SCAN[b] > 0.05]
-    judged = {pair: _judge_pair(table, "scan_length", *pair)[0] for pair in pairs}
-    missing = [e for e in KAZEMNEJAD_SCAN if e not in ranked]
-    why = "; ".join(
-        part
-        for part in (
-            "the order differs: " + ", ".join(f"{a} <= {b}" for (a, b), j in judged.items() if j == "fails") if "fails" in judged.values() else "",
-            "within the interval: " + ", ".join(f"{a} > {b}" for (a, b), j in judged.items() if j == "unsure") if "unsure" in judged.values() else "",
-            "not learned or not run: " + ", ".join(missing) if missing else "",
-        )
-        if part
-    )
-    return Verdict(measured, every(list(judged.values())), why)
+def relative_beats_absolute_on_long_sentences(table: Tables) -> Measured:
+    """Shaw's relative encoding against sinusoidal in corpus BLEU on wmt_long's OOD split (no ID
+    target there). The papers' own test is over sentences at one seed; pebench keeps no
+    hypotheses in its records, so its test is over seeds."""
+    return _pairs(table, [("wmt_long", "relative", "sinusoidal")])
 
 
 CLAIMS = (
@@ -373,51 +266,190 @@ CLAIMS = (
         "NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
         "Kazemnejad et al. 2023, arXiv:2305.19466 (NeurIPS)",
         ", ".join(f"{e} {m}" for e, m in KAZEMNEJAD_MRR.items()) + " (their tasks, train <= 20, test 21-40, exact match)",
+        "the 4 adjacent pairs of the order, on the per-seed MRR of OOD exact match over the 4 synthetic tasks",
         kazemnejad_order,
     ),
     Claim(
         "randomized positions beat their base encoding out of distribution",
         "Ruoss et al. 2023, arXiv:2305.16843",
         "randomized > base on most tasks (encoder, per-sequence accuracy)",
+        "randomized > rope and randomized_sinusoidal > sinusoidal on copy, reverse and each Chomsky task, where both learned ID",
         randomized_beats_base,
     ),
     Claim(
         "learned absolute positions score about 0 past the training lengths",
         "Ruoss et al. 2023; Kazemnejad et al. 2023",
         "about 0 beyond the trained positions",
+        f"learned's OOD exact match < {NEAR_ZERO} on each synthetic task where it learned ID",
         learned_fails_past_training,
     ),
-    Claim("NoPE extrapolates best on sort-like tasks", "Kazemnejad et al. 2023", "NoPE first on sorting", nope_best_on_sort),
+    Claim(
+        "NoPE extrapolates best on sort-like tasks",
+        "Kazemnejad et al. 2023",
+        "NoPE first on sorting, of their five",
+        "nope > each of t5, alibi, rope, sinusoidal on sort's OOD exact match (the paper's five)",
+        nope_best_on_sort,
+    ),
     Claim(
         "sinusoidal perplexity explodes past the training length, ALiBi's stays flat",
         "Press et al. 2022, arXiv:2108.12409, fig. 1",
         "sinusoidal rises steeply past L, ALiBi flat to 16x (WikiText-103)",
+        f"perplexity at lm_long's longest bucket over the training context's: sinusoidal > x{PRESS_FACTOR:g}, ALiBi < x{PRESS_FLAT:g}",
         press_sinusoidal_explodes_alibi_flat,
     ),
     Claim(
         "on SCAN's length split: NoPE ~ T5 > ALiBi > RoPE > sinusoidal",
         "Kazemnejad et al. 2023, arXiv:2305.19466",
         ", ".join(f"{e} {v}" for e, v in KAZEMNEJAD_SCAN.items()) + " (exact match)",
+        "the 4 adjacent pairs of the order (nope > alibi, t5 > alibi, alibi > rope, rope > sinusoidal) on OOD exact match",
         kazemnejad_scan,
     ),
     Claim(
         "relative positions translate sentences longer than any in training better than absolute ones",
         "Rosendahl et al. 2019 (IWSLT); Neishi and Yoshinaga 2019 (CoNLL)",
         "relative ahead by 4.4-11.9% BLEU on sentences longer than the training ones, equal overall (WMT, Transformer)",
+        "relative > sinusoidal on wmt_long's OOD BLEU",
         relative_beats_absolute_on_long_sentences,
     ),
 )
 
 
-def validity_section(table: Tables) -> str:
-    """The Markdown table of :data:`CLAIMS`: claim, source, published, pebench, verdict, why."""
-    rows = []
+def settled(outcomes: list[str]) -> bool:
+    """A claim is settled when it has pairs and none is unresolved."""
+    return bool(outcomes) and "unresolved" not in outcomes
+
+
+def judged_claims(table: Tables) -> list[tuple[Claim, Measured, list[str]]]:
+    """Each claim of :data:`CLAIMS`, what it measured, and each comparison's outcome."""
+    judged = []
     for claim in CLAIMS:
-        verdict = claim.check(table)
-        rows.append([claim.claim, claim.source, claim.published, verdict.measured, verdict.verdict, verdict.why or "—"])
+        measured = claim.check(table)
+        judged.append((claim, measured, judge_pairs([c.test() for c in measured.comparisons])))
+    return judged
+
+
+def _interval(test: PairTest, confidence: float) -> str:
+    low, high = test.interval(confidence)
+    return "—" if math.isnan(low) else f"[{low:+.3f}, {high:+.3f}]"
+
+
+def validity_section(table: Tables) -> str:
+    """The Markdown of the claims (claim, source, published, pairs, verdict, pairs not made), how
+    many are settled, and one row per pair: its means, mean difference, 95% and 90% intervals,
+    δ, seeds and outcome."""
+    judged = judged_claims(table)
+    claims, pairs = [], []
+    for number, (claim, measured, outcomes) in enumerate(judged, 1):
+        claims.append([number, claim.claim, claim.source, claim.published, claim.pairs, claim_verdict(outcomes), measured.not_compared or "—"])
+        for comparison, outcome in zip(measured.comparisons, outcomes, strict=True):
+            test = comparison.test()
+            pairs.append(
+                [
+                    number,
+                    comparison.pair,
+                    ", ".join(comparison.tasks),
+                    comparison.metric,
+                    comparison.means,
+                    f"{test.mean:+.3f}",
+                    _interval(test, 0.95),
+                    _interval(test, 0.90),
+                    f"{comparison.margin:g}",
+                    test.n,
+                    outcome,
+                ]
+            )
+    count = sum(settled(outcomes) for _, _, outcomes in judged)
     return (
-        "Published claims against pebench's protocol 2 records (OOD scores: the primary metric, mean over the runs that learned ID; "
-        "a difference: mean ± 95% Student-t half-width over the seeds at which both learned ID)\n\n"
-        + tabulate(rows, ["claim", "source", "published", "pebench", "verdict", "why it differs"], tablefmt="github")
+        "Published claims against pebench's protocol 2 records, each as directed pairs judged on their per-seed OOD differences "
+        "(paired t test for holds / reversed, two one-sided tests within ±δ for equivalent, Holm's correction over a claim's pairs; "
+        "docs/validity.md)\n\n"
+        + tabulate(claims, ["", "claim", "source", "published", "pairs", "verdict", "pairs not made"], tablefmt="github")
+        + f"\n\nSettled (no pair unresolved): {count} of {len(judged)} claims.\n\n"
+        + tabulate(
+            pairs,
+            ["claim", "pair", "task", "metric", "means", "difference", "95% interval", "90% interval", "δ", "seeds", "outcome"],
+            tablefmt="github",
+            disable_numparse=True,
+        )
         + "\n"
     )
+
+
+def seed_plan(table: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The seeds each claim's pairs need, from the records at hand: one row per pair (claim,
+    pair, tasks, seeds, mean and s.d. of the differences, seeds for 80% power: None at one seed,
+    or past 1,000), and one per task the pairs touch (seeds planned: the largest need of its pairs
+    up to :data:`MAX_PLANNED_SEEDS`, never fewer than it has; the encodings of its pairs; the runs
+    to add and their one-thread hours at the task's mean minutes per run so far)."""
+    pairs, needs = [], {}
+    for number, (_, measured, _) in enumerate(judged_claims(table), 1):
+        for comparison in measured.comparisons:
+            test = comparison.test()
+            needed = seeds_for_power(test.mean, test.sd)
+            pairs.append(
+                {
+                    "claim": number,
+                    "pair": comparison.pair,
+                    "tasks": ", ".join(comparison.tasks),
+                    "seeds": test.n,
+                    "mean": test.mean,
+                    "sd": test.sd,
+                    "seeds for 80% power": needed,
+                }
+            )
+            for task in comparison.tasks:
+                need = needs.setdefault(task, {"seeds": test.n, "encodings": set()})
+                need["encodings"].update(comparison.encodings)
+                if needed is not None and needed <= MAX_PLANNED_SEEDS:
+                    need["seeds"] = max(need["seeds"], needed)
+    minutes = run_times(table).set_index("task")["minutes per run"]
+    runs = ranked_runs(table)
+    rows = []
+    for task, need in sorted(needs.items()):
+        have = runs[(runs.task == task) & runs.encoding.isin(need["encodings"])]
+        missing = len(need["encodings"]) * need["seeds"] - len(have[have.seed < need["seeds"]].drop_duplicates(["encoding", "seed"]))
+        rows.append(
+            {
+                "task": task,
+                "seeds planned": need["seeds"],
+                "encodings": ",".join(sorted(need["encodings"])),
+                "runs to add": missing,
+                "hours": missing * minutes.get(task, np.nan) / 60,
+            }
+        )
+    return pd.DataFrame(pairs), pd.DataFrame(rows)
+
+
+def render_plan(table: Tables) -> str:
+    """:func:`seed_plan` as Markdown: the pairs with their differences' mean and s.d. and the
+    seeds each needs, the seeds and runs per task, and the ``pebench sweep`` commands that run them."""
+    pairs, tasks = seed_plan(table)
+    if pairs.empty:
+        return "No claim makes a pair on these records: nothing to plan.\n"
+    shown = pairs.assign(
+        mean=pairs["mean"].map("{:+.3f}".format),
+        sd=pairs["sd"].map(lambda sd: "—" if math.isnan(sd) else f"{sd:.3f}"),
+        **{"seeds for 80% power": [_need(n, seeds) for n, seeds in zip(pairs["seeds for 80% power"], pairs["seeds"], strict=True)]},
+    )
+    to_run = tasks[tasks["runs to add"] > 0]
+    commands = "\n".join(
+        f"pebench sweep --tasks {row['task']} --encodings {row['encodings']} --seeds 0-{row['seeds planned'] - 1} --results results --threads 1"
+        for _, row in to_run.iterrows()
+    )
+    return (
+        f"Seeds for 80% power at α = 0.05 (exact paired t test) at each pair's observed mean difference and s.d. over the seeds "
+        f"it pairs; per task, the largest need of its pairs up to {MAX_PLANNED_SEEDS} seeds\n\n"
+        + tabulate(shown, headers="keys", tablefmt="github", showindex=False)
+        + "\n\n"
+        + tabulate(tasks.assign(hours=tasks.hours.map("{:.2f}".format)), headers="keys", tablefmt="github", showindex=False)
+        + f"\n\n{to_run['runs to add'].sum()} runs, {to_run.hours.sum():.1f} one-thread hours at each task's mean minutes per run so far:\n\n"
+        + f"```sh\n{commands}\n```\n"
+    )
+
+
+def _need(needed: float, seeds: int) -> str:
+    if seeds < 2:
+        return "— (one seed: no variance to plan from)"
+    if needed is None or math.isnan(needed):
+        return "> 1000 (judged by equivalence at the task's seeds)"
+    return f"{int(needed)}" + ("" if needed <= MAX_PLANNED_SEEDS else " (judged by equivalence at the task's seeds)")

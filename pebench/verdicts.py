@@ -81,9 +81,9 @@ def pair_test(differences: Sequence[float], margin: float) -> PairTest:
     mean = float(d.mean()) if n else math.nan
     if n < 2:
         return PairTest(n, mean, math.nan, math.nan, math.nan)
-    sd = float(d.std(ddof=1))
-    if sd == 0:  # every seed the same difference: certain, as far as these seeds tell
+    if (d == d[0]).all():  # every seed the same difference: certain, as far as these seeds tell
         return PairTest(n, mean, 0.0, 0.0 if mean != 0 else 1.0, 0.0 if abs(mean) < margin else 1.0)
+    sd = float(d.std(ddof=1))
     se, df = sd / math.sqrt(n), n - 1
     p_difference = float(2 * stats.t.sf(abs(mean) / se, df))
     p_equivalence = max(float(stats.t.sf((mean + margin) / se, df)), float(stats.t.cdf((mean - margin) / se, df)))

@@ -3,8 +3,10 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -245,3 +247,18 @@ def test_the_training_curve_is_in_the_record_and_in_tensorboard_on_request(tmp_p
     accumulator = EventAccumulator(str(events.parent))
     accumulator.Reload()
     assert len(accumulator.Scalars("train/loss")) == 30 and [e.step for e in accumulator.Scalars("validation/sequence_accuracy")] == [10, 20, 30]
+
+
+def test_plan_gives_the_seeds_a_claims_pairs_need_and_the_sweep_that_runs_them(tmp_path, capsys):
+    # The committed sort records of nope and t5 at seeds 0-2: nope - t5 in OOD exact match has
+    # mean +0.278 and s.d. 0.177 over the three seeds, 6 seeds for 80% power (docs/seed-plan.md).
+    for encoding in ("nope", "t5"):
+        for seed in range(3):
+            source = Path("results/runs/sort") / encoding / f"seed{seed}.json"
+            (tmp_path / "runs/sort" / encoding).mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, tmp_path / "runs/sort" / encoding / source.name)
+    out = pebench_here(capsys, "plan", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"\| +4 \| nope > t5 +\| sort +\| +3 \| +0\.278 \| 0\.177 \| +6 \|", out.stdout)
+    assert "pebench sweep --tasks sort --encodings nope,t5 --seeds 0-5 --results results --threads 1" in out.stdout
+    assert "6 runs," in out.stdout
