@@ -48,11 +48,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .cards import suite_of
 from .metrics import higher_is_better
 from .results import Tables
 from .statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, _reciprocal_ranks, _seed_draws, interval
 
 BENCH_LENGTH = 256
+EXTRAPOLATION_THRESHOLDS = (0.95, 0.5)  # τ of the extrapolation length
 
 
 def ranked(learned: pd.Series) -> bool:
@@ -79,9 +81,16 @@ def run_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
 def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
     """The numeric leaderboard of one table's ``runs`` for ``metric``: per encoding, runs,
     learned, median steps to target, ``<column> mean`` and ``<column> ci`` (interval half-width)
-    for ID, every bucket and OOD, OOD/ID, rank (NaN: not ranked), throughput and PE params."""
+    for ID, every bucket and OOD, OOD/ID, rank (NaN: not ranked), throughput and PE params. On
+    the primary metric's board, also the extrapolation lengths (:func:`reach_columns`, over the
+    runs that learned ID) and, for the Chomsky tasks, ``OOD best of seeds``: the highest OOD
+    score of any run, learned ID or not, the statistic Delétang et al. (2023) and Ruoss et al.
+    (2023) report (their maximum over 10 seeds; never used for ranks)."""
     wide = run_scores(table, runs, metric)
     ood_columns = [c for c in wide.columns if c not in ("ID", "OOD")][1:]  # the first bucket is ID
+    primary = metric == runs["primary"].iloc[0]
+    reach = reach_columns(table, runs) if primary else {}
+    best_of_seeds = primary and suite_of(runs["task"].iloc[0]) == "chomsky"
     rows = []
     for encoding, group in runs.groupby("encoding", sort=True):
         values, counted = wide.loc[group.run], counts_ood(group).to_numpy()
@@ -98,7 +107,12 @@ def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.D
         for column in [*ood_columns, "OOD"]:
             row[f"{column} mean"] = values[column][counted].mean() if counted.any() else float("nan")
             row[f"{column} ci"] = interval(values[column][counted])
+        for column, ratios in reach.items():
+            kept = ratios.loc[group.run][counted]
+            row[f"{column} mean"], row[f"{column} ci"] = (kept.mean() if counted.any() else float("nan")), interval(kept)
         row["OOD/ID"] = row["OOD mean"] / values["ID"][counted].mean() if counted.any() and values["ID"][counted].mean() > 0 else float("nan")
+        if best_of_seeds:
+            row["OOD best of seeds"] = values["OOD"].max()
         row["PE params"] = group["encoding_parameters"].iloc[0]
         rows.append(row)
     board = pd.DataFrame(rows)
@@ -109,6 +123,62 @@ def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.D
     if throughput is not None:
         board = board.join(bench_columns(throughput, runs["architecture"].iloc[0]), on="encoding")
     return board.sort_values(["rank", "OOD mean", "ID mean"], ascending=[True, not higher_better, not higher_better], na_position="last").reset_index(drop=True)
+
+
+def extrapolation_length(curve: pd.Series, train_length: int, threshold: float) -> float:
+    """ℓ*/L: the longest evaluated length ℓ* such that the score is at least ``threshold`` at
+    every evaluated length from the longest training length L up to ℓ*, over L; 0 when the score
+    is below it already at the first evaluated length from L, NaN when no length from L was
+    evaluated. The field's statement of length generalization as a distance ("trained on 20
+    digits, 99% at 100": McLeish et al. 2024; Cho et al. 2024; Zhou et al. 2024).
+
+    Args:
+        curve: score by length (index: lengths in the task's unit); NaN where the run has no
+            score at a length the task evaluates (a length its encoding cannot represent), which
+            counts as below the threshold.
+        train_length: L, the longest training length.
+        threshold: τ, in the metric's units.
+
+    Raises:
+        ValueError: for an infinite score.
+    """
+    beyond = curve[curve.index >= train_length].sort_index()
+    if beyond.empty:
+        return float("nan")
+    values = beyond.to_numpy(dtype=float)
+    if np.isinf(values).any():
+        raise ValueError(f"a score by length is infinite: {beyond[np.isinf(values)].to_dict()}")
+    below = ~(values >= threshold)  # NaN: not scored, below
+    if not below.any():
+        return float(beyond.index[-1] / train_length)
+    first = int(below.argmax())
+    return 0.0 if first == 0 else float(beyond.index[first - 1] / train_length)
+
+
+def extrapolation_metric(runs: pd.DataFrame) -> str | None:
+    """The metric the extrapolation length is measured on: per-sequence accuracy for one-pass
+    (encoder) outputs, the Chomsky tasks' metric (Delétang et al. 2023), exact match for
+    generated outputs (the decoder tasks' statement: "99% exact match at 100 digits"); None for a
+    task that has not that metric by length (corpus BLEU, perplexity)."""
+    metric = "sequence_accuracy" if runs["architecture"].iloc[0] == "encoder" else "exact_match"
+    return metric if metric in runs["metrics"].iloc[0] else None
+
+
+def reach_columns(table: Tables, runs: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per threshold τ of :data:`EXTRAPOLATION_THRESHOLDS`, every run's ℓ*/L
+    (:func:`extrapolation_length`) on :func:`extrapolation_metric`, over the lengths any run of
+    the table was scored at: ``{"ℓ*/L (metric ≥ τ)": Series indexed by run}``; empty for a task
+    without per-length scores of that metric."""
+    metric = extrapolation_metric(runs)
+    lengths = table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)]
+    if metric is None or lengths.empty:
+        return {}
+    wide = lengths.pivot_table(index="run", columns="length", values="value", aggfunc="first", dropna=False).reindex(index=runs.run).astype(float)
+    train = runs.set_index("run")["train_hi"]
+    return {
+        f"ℓ*/L ({metric} ≥ {threshold:g})": pd.Series([extrapolation_length(wide.loc[run], train[run], threshold) for run in runs.run], index=runs.run)
+        for threshold in EXTRAPOLATION_THRESHOLDS
+    }
 
 
 def bench_columns(throughput: pd.DataFrame, architecture: str) -> pd.DataFrame:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .leaderboards import ranked
+from .leaderboards import counts_ood, ranked, reach_columns
 from .metrics import METRICS
 from .results import Tables
 from .statistics import interval
@@ -16,7 +16,11 @@ from .statistics import interval
 def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     """PNG of the primary metric against length, one line per encoding: mean over runs with its
     95% interval as a band, per length (per bucket, at its midpoint, for text metrics); the
-    training lengths shaded; encodings not ranked (most runs did not learn ID) dashed."""
+    training lengths shaded; encodings not ranked (most runs did not learn ID) dashed; on the
+    length axis, each encoding's extrapolation length ℓ* (:func:`pebench.leaderboards.reach_columns`,
+    median over the runs that learned ID, which unlike the table's mean is one run's length; none
+    where it is 0) marked, ▲ at the first threshold, △
+    at the second."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -24,8 +28,10 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
 
     metric = runs["primary"].iloc[0]
     points = _plot_points(table, runs, metric)
+    reach = reach_columns(table, runs)
     figure, axes = plt.subplots(figsize=(9, 4.8), dpi=100)
     colors = plt.get_cmap("tab20").colors
+    lo, hi = runs["train_lo"].iloc[0], runs["train_hi"].iloc[0]
     for index, (encoding, group) in enumerate(runs.groupby("encoding", sort=True)):
         values = points[points.run.isin(group.run)].groupby("x")["value"]
         mean, half = values.mean(), values.agg(interval).fillna(0)
@@ -33,13 +39,17 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
         style = "-" if ranked(group["learned"]) else "--"
         axes.plot(mean.index, mean, style, marker="o", markersize=2, linewidth=1.2, label=encoding, color=color)
         axes.fill_between(mean.index, mean - half, mean + half, color=color, alpha=0.12, linewidth=0)
-    lo, hi = runs["train_lo"].iloc[0], runs["train_hi"].iloc[0]
+        for ratios, face in zip(reach.values(), (color, "none")):
+            ratio = ratios.loc[group.run][counts_ood(group).to_numpy()].median()
+            if ratio > 0:
+                axes.scatter([ratio * hi], [0.03], marker="^", s=28, facecolors=face, edgecolors=color, transform=axes.get_xaxis_transform(), zorder=3)
     axes.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, label=f"training lengths ({lo}-{hi})")
     per = "bucket midpoints" if METRICS[metric].kind == "text" else "per length"
     axes.set(
         xlabel=f"length ({runs['unit'].iloc[0]}; {per})",
         ylabel=metric,
-        title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)",
+        title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)"
+        + ("\n" + ", ".join(f"{mark} {column}" for mark, column in zip("▲△", reach)) + ", median over the runs that learned ID" if reach else ""),
     )
     if METRICS[metric].kind == "language_model":  # Press et al.'s figure 1: perplexity against the evaluation length, both on log scales
         axes.set_xscale("log", base=2)

@@ -37,6 +37,8 @@ def display(board: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
             name = column[: -len(" mean")]
             shown[name] = [_mean_ci(m, c, digits) for m, c in zip(board[column], board[f"{name} ci"])]
     shown["OOD/ID"] = board["OOD/ID"].map(lambda v: _number(v, ".3f"))
+    if "OOD best of seeds" in board:
+        shown["OOD best of seeds (Delétang/Ruoss statistic, not ranked)"] = board["OOD best of seeds"].map(lambda v: _number(v, f".{digits}f"))
     if "train tok/s" in board:
         shown["train tok/s"] = board["train tok/s"].map(lambda v: _number(v, ",.0f"))
         shown["train step vs NoPE"] = board["train step vs NoPE"].map(lambda v: _number(v, ".2f"))

@@ -4,14 +4,17 @@ reports written all or nothing."""
 
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from pebench import leaderboards, report
 from pebench import tables as rendering
-from pebench.leaderboards import leaderboard, overall
+from pebench.leaderboards import extrapolation_length, leaderboard, overall
 from pebench.report import write_reports
 from pebench.statistics import interval
 from pebench.results import tables
+from pebench.tables import display
 
 BUCKETS = [[1, 4], [5, 8]]
 
@@ -243,3 +246,33 @@ def test_the_suite_matrix_shows_each_tasks_ood_score_bolds_the_best_and_marks_th
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:] if not line.startswith("|--")]
     assert lines[0] == "T" and cells == [["level", "task", "A", "B", "C"], ["regular", "t1", "0.367", "**0.500**", "— (0.50)"],
                                          ["cs", "t2", "**0.800**", "0.200", "0.500"]]
+
+
+def test_extrapolation_length_on_hand_made_curves():
+    # L = 10. A dip and a recovery: 0.97 at 10, 0.96 at 11, 0.90 at 12, then 0.99 and 1.0: at
+    # τ = 0.95 the reach stops before the dip (11 / 10), the recovery does not count; at τ = 0.5
+    # it is never below, so the last length (14 / 10). Length 9 is a training length, not looked at.
+    dip = pd.Series([0.1, 0.97, 0.96, 0.90, 0.99, 1.0], index=[9, 10, 11, 12, 13, 14])
+    assert extrapolation_length(dip, 10, 0.95) == pytest.approx(1.1) and extrapolation_length(dip, 10, 0.5) == pytest.approx(1.4)
+    assert extrapolation_length(pd.Series([0.4, 0.3], index=[10, 20]), 10, 0.5) == 0.0  # never at τ, not even at L
+    assert extrapolation_length(pd.Series([0.99, 0.99, 0.99], index=[10, 20, 30]), 10, 0.95) == 3.0  # up to the last length
+    assert extrapolation_length(pd.Series([0.99, np.nan, 0.99], index=[10, 20, 30]), 10, 0.95) == 1.0  # a length not scored stops it
+    assert math.isnan(extrapolation_length(pd.Series([1.0], index=[5]), 10, 0.95))  # nothing evaluated from L on
+    with pytest.raises(ValueError, match="infinite"):
+        extrapolation_length(pd.Series([1.0, np.inf], index=[10, 11]), 10, 0.95)
+
+
+def test_the_task_table_shows_the_extrapolation_length_and_the_chomsky_best_of_seeds():
+    # record(): training lengths 1-4, exact match 1.0 at 1-4 and the OOD value at 5-8. A: 0.96
+    # (reach 8 / 4 at both τ); B: 0.6 at seed 0 (4 / 4 at 0.95, 8 / 4 at 0.5) and 0.96 at seed 1.
+    records = [record("copy", "A", 0, 0.5, ood_metric=0.96), record("copy", "B", 0, 0.5, ood_metric=0.6), record("copy", "B", 1, 0.5, ood_metric=0.96)]
+    table = tables(records)
+    board = leaderboard(table, table.runs, "sequence_accuracy").set_index("encoding")
+    assert board.loc["A", "ℓ*/L (exact_match ≥ 0.95) mean"] == 2.0 and board.loc["B", "ℓ*/L (exact_match ≥ 0.95) mean"] == 1.5
+    assert board.loc["B", "ℓ*/L (exact_match ≥ 0.5) mean"] == 2.0 and "OOD best of seeds" not in board  # copy is not a Chomsky task
+    assert "ℓ*/L (exact_match ≥ 0.95)" in display(board.reset_index()).columns
+    # parity_check, a Chomsky task: the best OOD score of any run, learned ID or not (0.7 of a run that did not).
+    chomsky = tables([record("parity_check", "A", 0, 0.3), record("parity_check", "A", 1, 0.7, learned=False)])
+    board = leaderboard(chomsky, chomsky.runs, "sequence_accuracy")
+    assert board.loc[0, "OOD best of seeds"] == 0.7 and board.loc[0, "OOD mean"] == 0.3
+    assert display(board)["OOD best of seeds (Delétang/Ruoss statistic, not ranked)"].tolist() == ["0.700"]
