@@ -5,7 +5,8 @@ Outputs are generated as a user of the model would get them: greedy decoding wit
 and values (:mod:`pebench.decoding`), or beam search where the card asks for it; an encoder-only
 model's are its one-pass argmax at the output slots (:func:`one_pass`); a language model is
 scored on its task's text instead, by perplexity at each evaluation length
-(:func:`language_model_entry`, :mod:`pebench.perplexity`). Per-example
+(:class:`LanguageModelScorer`, :mod:`pebench.perplexity`). Each kind of task
+(:mod:`pebench.kinds`) has its :class:`Scorer`, chosen by :func:`scorer_for`. Per-example
 metrics (:mod:`pebench.metrics`) are averaged over the examples of each length, of each bucket,
 and, for a split, over its lengths: the *ID score* is the mean over the training lengths' bucket's
 lengths and the *OOD score* the mean over every OOD length (Delétang et al. 2023, sec. 4), so a
@@ -27,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -89,7 +91,7 @@ def predict(model: Transformer, protocol: Protocol, examples: list[Example], dev
         sync_device(device)
         seconds += time.perf_counter() - tick
         processed += read
-        if protocol.model.architecture != "encoder":
+        if protocol.kind.decoded:
             processed += sum(map(len, generated))
             capped += sum(EOS not in ids and len(ids) >= protocol.output_cap(e) for ids, e in zip(generated, batch))
         for i, ids in zip(chunk, generated):
@@ -157,30 +159,61 @@ def _group_by_length(examples: list[Example]) -> dict[int, list[int]]:
     return dict(sorted(groups.items()))
 
 
-class Scorer:
-    """Scores lists of examples with one protocol's metrics: per-example metrics or corpus text
-    metrics, as the card names them; ``signatures``: sacrebleu's signature of each text metric
-    once one has been scored (empty before, and for other metrics)."""
+class Scorer(ABC):
+    """Scores a model on one protocol's evaluation sets, the way its kind of task is scored
+    (:mod:`pebench.kinds`); :func:`scorer_for` picks the subclass. ``splits``: the splits a
+    run's ``scores`` hold beyond ID and OOD; ``signatures``: sacrebleu's signature of each text
+    metric once one has been scored (empty otherwise)."""
+
+    splits: tuple[str, ...] = ()
 
     def __init__(self, protocol: Protocol):
         self.protocol = protocol
         self.signatures: dict[str, str] = {}
 
+    @abstractmethod
+    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
+        """The record's entry of one bucket (``index`` 0: the ID bucket), and what was scored of
+        each of its examples (empty when the encoding cannot represent the bucket, or when the
+        kind scores a text, not examples)."""
+
+    @abstractmethod
+    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+        """The ID validation score of every metric of the card."""
+
+    def split_score(self, entries: list[dict], examples: list[Example], scored: list) -> dict[str, float | None]:
+        """The score of a split made of bucket ``entries`` (their examples and scores given
+        flat): the mean over their lengths (Delétang et al. 2023, sec. 4)."""
+        lengths = [length for entry in entries for length in entry["lengths"]]
+        return {name: round(sum(length["metrics"][name] for length in lengths) / len(lengths), 5) for name in self.protocol.metrics}
+
+    def _entry(self, model: Transformer, bucket: LengthBucket, index: int, longest: int) -> dict:
+        """A bucket entry's head; lets the encoding plan for the ``longest`` sequence first (e.g.
+        switch RoPE scaling on) and records the plan when there is one."""
+        entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0}
+        state = model.encoding.plan(longest)
+        if state:
+            entry["encoding_state"] = state
+        return entry
+
+
+class ExampleScorer(Scorer):
+    """Scores examples with per-example metrics, averaged over a length's examples."""
+
     def outputs(self, model: Transformer, examples: list[Example], device: torch.device) -> tuple[Outputs, list]:
-        """The model's outputs, and what is scored of each example: its metrics (a dict), or its
-        detokenized output (text tasks)."""
+        """The model's outputs, and what is scored of each example (its metrics, a dict)."""
         outputs = predict(model, self.protocol, examples, device)
-        if self.protocol.text:
-            return outputs, [self.protocol.task.detokenize([t - FIRST_SYMBOL for t in ids if t >= FIRST_SYMBOL]) for ids in outputs.tokens]
         forced = teacher_forced_accuracy(model, self.protocol, examples, device) if "teacher_forced_accuracy" in self.protocol.metrics else None
         return outputs, example_metrics(self.protocol, examples, outputs, forced)
 
     def pooled(self, examples: list[Example], scored: list) -> dict[str, float | None]:
-        """One score per metric over ``examples``: the corpus score, or the mean over examples."""
-        if self.protocol.text:
-            scores, self.signatures = text_scores(scored, [e.reference for e in examples], self.protocol.metrics)
-            return scores
+        """One score per metric over ``examples``: the mean over examples."""
         return {name: round(value, 5) for name, value in _mean_rows(scored).items()}
+
+    def text(self, ids: list[int]) -> str:
+        """Token ids as the record shows them: symbols, an EOS as ``<eos>``."""
+        symbols = [i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL]
+        return " ".join([self.protocol.task.symbols[i] for i in symbols] + ["<eos>"] * (EOS in ids))
 
     def per_length(self, examples: list[Example], scored: list) -> list[dict]:
         """One entry per length: the length, its number of examples and its scores."""
@@ -189,88 +222,123 @@ class Scorer:
             for length, indices in _group_by_length(examples).items()
         ]
 
+    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
+        """Plans for the bucket's longest target-length sequence (not the output cap); counts
+        the outputs that stopped at the decoding cap, where there is one."""
+        entry = {**self._entry(model, bucket, index, max(self.protocol.gold_length(e) for e in examples)), "n": len(examples)}
+        try:
+            with seeded(f"{self.protocol.eval_seed}:{bucket.label}", device):
+                outputs, scored = self.outputs(model, examples, device)
+        except PositionLimitError as error:
+            return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
+        entry.update(
+            metrics=self.pooled(examples, scored),
+            eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
+            lengths=self.per_length(examples, scored),
+            samples=self._samples(examples, outputs),
+        )
+        if self.protocol.kind.decoded:  # outputs that stopped at the decoding cap, without EOS
+            entry["capped"] = outputs.capped
+        return entry, scored
+
+    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+        """The validation set scored as a split (mean over its lengths, or its corpus score);
+        randomness seeded from the validation seed."""
+        model.encoding.plan(max(self.protocol.gold_length(e) for e in examples))
+        with seeded(f"{self.protocol.validation_seed}:validation", device):
+            _, scored = self.outputs(model, examples, device)
+        return self.split_score([{"lengths": self.per_length(examples, scored)}], examples, scored)
+
+    def _samples(self, examples: list[Example], outputs: Outputs) -> list[dict]:
+        """The first few examples as text: source, target (the reference, for text tasks) and
+        the model's output."""
+
+        def target(e: Example) -> str:
+            return e.reference or self.text(target_tokens(e, self.protocol.model.architecture))
+
+        return [
+            {"source": self.text([i + FIRST_SYMBOL for i in e.source]), "target": target(e), "output": self.text(o)}
+            for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]
+        ]
+
+
+class GeneratedScorer(ExampleScorer):
+    """Outputs decoded token by token (greedy, or beam search), scored per example."""
+
+
+class OnePassScorer(ExampleScorer):
+    """An encoder-only model's one-pass outputs at its output slots, scored per example."""
+
+
+class TextScorer(ExampleScorer):
+    """Decoded outputs, detokenized and scored as a corpus (BLEU, chrF): per length, per bucket
+    and per split over the split's sentences, each sentence weighing as much wherever it falls;
+    ``all``: the corpus score of the whole evaluation set."""
+
+    splits = ("all",)
+
+    def outputs(self, model: Transformer, examples: list[Example], device: torch.device) -> tuple[Outputs, list]:
+        """The model's outputs, and each one detokenized."""
+        outputs = predict(model, self.protocol, examples, device)
+        return outputs, [self.text(ids) for ids in outputs.tokens]
+
+    def text(self, ids: list[int]) -> str:
+        return self.protocol.task.detokenize([i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL])
+
+    def pooled(self, examples: list[Example], scored: list) -> dict[str, float | None]:
+        """The corpus score of each text metric over ``examples``' outputs."""
+        scores, self.signatures = text_scores(scored, [e.reference for e in examples], self.protocol.metrics)
+        return scores
+
     def split_score(self, entries: list[dict], examples: list[Example], scored: list) -> dict[str, float | None]:
-        """The score of a split made of bucket ``entries`` (their examples and scores given
-        flat): corpus scores over all of them (text), else the mean over their lengths."""
-        if self.protocol.text:
-            return self.pooled(examples, scored)
-        lengths = [length for entry in entries for length in entry["lengths"]]
-        return {name: round(sum(length["metrics"][name] for length in lengths) / len(lengths), 5) for name in self.protocol.metrics}
+        """The corpus score over all the split's sentences."""
+        return self.pooled(examples, scored)
 
 
-def _samples(protocol: Protocol, examples: list[Example], outputs: Outputs) -> list[dict]:
-    """The first few examples as text: source, target (the reference, for text tasks) and the
-    model's output, its EOS shown as ``<eos>`` (symbol tasks)."""
+class LanguageModelScorer(Scorer):
+    """A language model, scored on its task's text by perplexity at each evaluation length (a
+    bucket [N, N]): both evaluations of :mod:`pebench.perplexity`."""
 
-    def text(ids) -> str:
-        symbols = [i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL]
-        if protocol.text:
-            return protocol.task.detokenize(symbols)
-        return " ".join([protocol.task.symbols[i] for i in symbols] + ["<eos>"] * (EOS in ids))
+    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
+        """The loss by position, evaluation tokens/s (tokens read, both evaluations); no score
+        (with the error) where the encoding cannot represent N."""
+        length = bucket.hi
+        tokens = self.protocol.task.evaluation_ids
+        entry = {**self._entry(model, bucket, index, length), "n": len(tokens) - 1}  # every target scored once, in each evaluation
+        tick = time.perf_counter()
+        try:
+            with seeded(f"{self.protocol.eval_seed}:{bucket.label}", device):
+                metrics, positions, read = score_length(model, tokens, length, min(self.protocol.task.stride, length), self._batch_tokens(), device)
+        except PositionLimitError as error:
+            return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
+        sync_device(device)
+        seconds = time.perf_counter() - tick
+        return {
+            **entry,
+            "metrics": metrics,
+            "eval_tokens_per_second": round(read / seconds, 1),
+            "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}],
+            "loss_by_position": positions,
+        }, []
 
-    return [
-        {"source": text([i + FIRST_SYMBOL for i in e.source]), "target": e.reference or text(target_tokens(e, protocol.model.architecture)), "output": text(o)}
-        for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]
-    ]
+    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+        """Perplexity on the task's validation text at the training length."""
+        length = self.protocol.train_length()
+        model.encoding.plan(length)
+        with seeded(f"{self.protocol.validation_seed}:validation", device):
+            return score_length(model, self.protocol.task.validation_ids, length, length, self._batch_tokens(), device)[0]
 
-
-def bucket_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
-    """The record's entry of one bucket, and the score of each of its examples (empty when the
-    encoding cannot represent the bucket). Lets the encoding plan for the bucket's longest
-    sequence first (e.g. switch RoPE scaling on: the longest target-length sequence, not the
-    output cap) and records the plan when there is one."""
-    entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "n": len(examples)}
-    state = model.encoding.plan(max(protocol.gold_length(e) for e in examples))
-    if state:
-        entry["encoding_state"] = state
-    scorer = Scorer(protocol)
-    try:
-        with seeded(f"{protocol.eval_seed}:{bucket.label}", device):
-            outputs, scored = scorer.outputs(model, examples, device)
-    except PositionLimitError as error:
-        return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
-    entry.update(
-        metrics=scorer.pooled(examples, scored),
-        eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
-        lengths=scorer.per_length(examples, scored),
-        samples=_samples(protocol, examples, outputs),
-    )
-    if protocol.model.architecture != "encoder":  # outputs that stopped at the decoding cap, without EOS
-        entry["capped"] = outputs.capped
-    return entry, scored
+    def _batch_tokens(self) -> int:
+        """Tokens per evaluation forward pass: eval_batch_size training windows."""
+        return self.protocol.training.eval_batch_size * self.protocol.train_length()
 
 
-def language_model_entry(model: Transformer, protocol: Protocol, bucket: LengthBucket, index: int, device: torch.device) -> dict:
-    """The record's entry of one evaluation length (a bucket [N, N]) of a language model: both
-    evaluations of :mod:`pebench.perplexity` over the task's evaluation text, the loss by
-    position, evaluation tokens/s; no score (with the error) where the encoding cannot represent N."""
-    length = bucket.hi
-    entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0}
-    state = model.encoding.plan(length)
-    if state:
-        entry["encoding_state"] = state
-    tokens = protocol.task.evaluation_ids
-    entry["n"] = len(tokens) - 1  # every target scored once, in each evaluation
-    tick = time.perf_counter()
-    try:
-        with seeded(f"{protocol.eval_seed}:{bucket.label}", device):
-            metrics, positions, read = score_length(model, tokens, length, min(protocol.task.stride, length), _batch_tokens(protocol), device)
-    except PositionLimitError as error:
-        return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}
-    sync_device(device)
-    seconds = time.perf_counter() - tick
-    return {
-        **entry,
-        "metrics": metrics,
-        "eval_tokens_per_second": round(read / seconds, 1),  # tokens read, both evaluations
-        "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}],
-        "loss_by_position": positions,
-    }
+SCORERS: dict[str, type[Scorer]] = {"generated": GeneratedScorer, "one_pass": OnePassScorer, "text": TextScorer, "language_model": LanguageModelScorer}
 
 
-def _batch_tokens(protocol: Protocol) -> int:
-    """Tokens per evaluation forward pass of a language model: eval_batch_size training windows."""
-    return protocol.training.eval_batch_size * protocol.train_length()
+def scorer_for(protocol: Protocol) -> Scorer:
+    """The scorer of the protocol's kind of task (:attr:`Protocol.kind`)."""
+    return SCORERS[protocol.kind.name](protocol)
 
 
 def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
@@ -278,19 +346,14 @@ def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, li
     metrics, ``all``: the whole evaluation set), each None when a bucket of it could not be
     scored; ``unscored``: the labels of such buckets; for text metrics that were scored,
     ``signatures``: sacrebleu's signature of each."""
-    scorer = Scorer(protocol)
+    scorer = scorer_for(protocol)
     entries, scored_by_bucket = [], []
     for index, (bucket, examples) in enumerate(sets.items()):
-        if protocol.language_model:
-            entry, scored = language_model_entry(model, protocol, bucket, index, device), []
-        else:
-            entry, scored = bucket_entry(model, protocol, bucket, index, examples, device)
+        entry, scored = scorer.bucket(model, bucket, index, examples, device)
         entries.append(entry)
         scored_by_bucket.append(scored)
     examples_by_bucket = list(sets.values())
-    splits = {"ID": [0], "OOD": list(range(1, len(entries)))}
-    if protocol.text:
-        splits["all"] = list(range(len(entries)))
+    splits = {"ID": [0], "OOD": list(range(1, len(entries))), **{split: list(range(len(entries))) for split in scorer.splits}}
     scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
     for split, indices in splits.items():
         if not indices or any(entries[i]["metrics"] is None for i in indices):
@@ -308,15 +371,4 @@ def validate(model: Transformer, protocol: Protocol, examples: list[Example], de
     """The ID validation score of every metric of the card (mean over the validation lengths,
     or the corpus score; a language model's perplexity on its validation text at the training
     length), with its randomness seeded from the validation seed."""
-    if protocol.language_model:
-        length = protocol.train_length()
-        model.encoding.plan(length)
-        with seeded(f"{protocol.validation_seed}:validation", device):
-            return score_length(model, protocol.task.validation_ids, length, length, _batch_tokens(protocol), device)[0]
-    model.encoding.plan(max(protocol.gold_length(e) for e in examples))
-    scorer = Scorer(protocol)
-    with seeded(f"{protocol.validation_seed}:validation", device):
-        _, scored = scorer.outputs(model, examples, device)
-    if protocol.text:
-        return scorer.pooled(examples, scored)
-    return scorer.split_score([{"lengths": scorer.per_length(examples, scored)}], examples, scored)
+    return scorer_for(protocol).validation(model, examples, device)

@@ -81,7 +81,6 @@ def higher_is_better(name: str) -> bool:
     return METRICS[name].higher_is_better
 
 
-EXAMPLE_METRICS, LM_METRICS = of_kind("example"), of_kind("language_model")
 TEXT_METRICS = {"bleu": BLEU, "chrf": CHRF}  # sacrebleu's metric of each text metric
 BLEU_ORDER = 4  # BLEU's longest n-gram (sacrebleu's default)
 

@@ -23,10 +23,11 @@ from .batching import packed_length
 from .card_values import check_type
 from .cards import parse_value
 from .decoding import DecodingConfig
-from .metrics import EXAMPLE_METRICS, LM_METRICS, METRICS, of_kind
+from .kinds import TaskKind, kind_of
+from .metrics import METRICS
 from .model import ModelConfig
 from .registry import TASKS, plugin
-from .tasks.base import Example, LengthBucket, Task
+from .tasks.base import Example, LengthBucket, TaskFamily
 
 VALIDATION_EXAMPLES = 200
 
@@ -66,10 +67,11 @@ class TrainingConfig:
 
 @dataclass
 class Protocol:
-    """A task card, resolved and validated."""
+    """A task card, resolved and validated; ``kind``: how it is scored (:mod:`pebench.kinds`)."""
 
     name: str
-    task: Task
+    task: TaskFamily
+    kind: TaskKind
     unit: str
     train_lengths: LengthBucket
     buckets: list[LengthBucket]
@@ -85,19 +87,9 @@ class Protocol:
     per_length: bool = False
 
     @property
-    def text(self) -> bool:
-        """Whether outputs are scored as detokenized text (BLEU, chrF) rather than per example."""
-        return _is_text(self.metrics)
-
-    @property
-    def language_model(self) -> bool:
-        """Whether the task is language modelling, scored by perplexity on a text (:mod:`pebench.perplexity`)."""
-        return self.task.language_model
-
-    @property
     def pack_format(self) -> str:
         """How training examples become model inputs (:func:`pebench.batching.pack`)."""
-        return "language_model" if self.language_model else self.model.architecture
+        return self.kind.pack_format(self.model.architecture)
 
     def evaluation_sets(self) -> dict[LengthBucket, list[Example]]:
         """The fixed evaluation examples of every bucket.
@@ -105,7 +97,7 @@ class Protocol:
         Raises:
             ValueError: if a bucket has no example.
         """
-        if self.language_model:  # scored on the task's evaluation text instead
+        if not self.kind.on_examples:  # scored on the task's evaluation text instead
             return {bucket: [] for bucket in self.buckets}
         sets = {
             bucket: self.task.evaluation_examples(random.Random(f"{self.eval_seed}:{bucket.label}"), bucket, self.examples_in(bucket))
@@ -128,7 +120,7 @@ class Protocol:
         Raises:
             ValueError: if there is none.
         """
-        if self.language_model:  # scored on the task's validation text instead
+        if not self.kind.on_examples:  # scored on the task's validation text instead
             return []
         examples = self.task.validation_examples(random.Random(f"{self.validation_seed}:validation"), self.train_lengths, self.validation_examples)
         if not examples:
@@ -137,7 +129,7 @@ class Protocol:
 
     def train_length(self) -> int:
         """The longest sequence (tokens, either stack) a training example can make."""
-        if self.language_model:
+        if not self.kind.on_examples:  # a window of the token stream
             return self.train_lengths.hi
         source, target = self.task.longest_tokens(self.train_lengths.hi)
         return packed_length(Example((0,) * source, (0,) * target, self.train_lengths.hi), self.model.architecture)
@@ -152,7 +144,7 @@ class Protocol:
         decoding's length cap included: ``BOS source SEP`` and the capped output in a
         decoder-only model; the source with EOS, or BOS and the capped output, in an
         encoder-decoder; the source and its output slots in an encoder-only model."""
-        if self.model.architecture == "encoder":  # one pass: no output cap
+        if not self.kind.decoded:  # one pass: no output cap
             return packed_length(example, "encoder")
         cap = self.output_cap(example)
         if self.model.architecture == "decoder":
@@ -165,9 +157,9 @@ class Protocol:
         marker counted), raised where needed to the longest gold output the task can produce at
         the example's length (:meth:`Task.longest_tokens`, plus EOS), so that a right answer
         always fits. Text tasks (BLEU, chrF) keep the card's cap: free generation, whose capped
-        outputs the record counts."""
+        outputs the record counts (:attr:`TaskKind.cap_from_task`)."""
         cap = self.decoding.max_output_length(len(example.source) + 1)
-        return cap if self.text else max(cap, self.task.longest_tokens(example.length)[1] + 1)
+        return max(cap, self.task.longest_tokens(example.length)[1] + 1) if self.kind.cap_from_task else cap
 
     def check_output_caps(self, sets: dict[str, list[Example]]) -> None:
         """Refuse, before training, a task whose decoding cap is below a gold output. ``sets``:
@@ -178,7 +170,7 @@ class Protocol:
                 tokens and the cap, for the first example whose target and EOS do not fit
                 (a task whose ``longest_tokens`` understates its outputs).
         """
-        if self.model.architecture == "encoder" or self.text:  # one pass; free generation
+        if not (self.kind.decoded and self.kind.cap_from_task):  # one pass; free generation
             return
         for name, examples in sets.items():
             for example in examples:
@@ -228,10 +220,6 @@ def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
             )
             raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
         task.setdefault(section, {})[field] = value
-
-
-def _is_text(metric_names) -> bool:
-    return any(METRICS[name].kind == "text" for name in metric_names if name in METRICS)
 
 
 def length_bucket(bounds, what: str, spread: bool = True) -> LengthBucket:
@@ -308,13 +296,6 @@ def resolve(card: dict) -> Protocol:
     unknown = set(metrics["names"]) - set(METRICS)
     if unknown or metrics["primary"] not in metrics["names"]:
         raise ValueError(f"metrics must come from {tuple(METRICS)} and include the primary; got {metrics}")
-    text = _is_text(metrics["names"])
-    kinds = {METRICS[name].kind for name in metrics["names"]}
-    if len(kinds) > 1:
-        raise ValueError(
-            f"metrics are of one kind: per example ({', '.join(EXAMPLE_METRICS)}), text ({', '.join(of_kind('text'))}) "
-            f"or language model ({', '.join(LM_METRICS)}); got {metrics['names']}"
-        )
     for key in ("eval_examples", "eval_seed", "validation_examples", "validation_seed"):
         check_type(f"split.{key}", split.get(key, 0), int)
     check_type("split.per_length", split.get("per_length", False), bool)
@@ -323,22 +304,15 @@ def resolve(card: dict) -> Protocol:
     if split.get("validation_examples", VALIDATION_EXAMPLES) < 1:
         raise ValueError(f"split.validation_examples must be at least 1; got {split['validation_examples']}")
     model = _section(card, "model", ModelConfig)
-    if text and model.architecture != "encoder_decoder":
-        raise ValueError(f'text metrics ({", ".join(of_kind("text"))}) decode with an encoder-decoder; set model.architecture = "encoder_decoder"')
     decoding = _section(card, "decoding", DecodingConfig)
     if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
         raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is {model.architecture!r}: use "greedy"')
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
-    if task.language_model != ("language_model" in kinds) or (task.language_model and model.architecture != "decoder"):
-        raise ValueError(
-            f"a language-model task family goes with the language-model metrics ({', '.join(LM_METRICS)}) and a decoder-only "
-            f"model, and only it does; task family '{card['family']}' with {metrics['names']} and {model.architecture!r}"
-        )
-    if text and type(task).detokenize is Task.detokenize:
-        raise ValueError(f"task family '{card['family']}' produces no text, so it cannot be scored with {', '.join(of_kind('text'))}")
+    kind = kind_of(card["family"], task, list(metrics["names"]), model.architecture)
     return Protocol(
         name=card["name"],
         task=task,
+        kind=kind,
         unit=split.get("unit", "tokens"),
         train_lengths=train,
         buckets=buckets,

@@ -238,7 +238,7 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     validation = protocol.validation_set()
     protocol.check_output_caps({**{f"bucket {bucket.label}": examples for bucket, examples in sets.items()}, "validation": validation})
     train_length = protocol.train_length()
-    if protocol.language_model:  # windows of every evaluation length; the validation text at the training length
+    if not protocol.kind.on_examples:  # windows of every evaluation length; the validation text at the training length
         longest, validated = max(bucket.hi for bucket in protocol.buckets), train_length
     else:
         longest = max(protocol.longest_sequence(e) for examples in (*sets.values(), validation) for e in examples)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pebench.cards import encoding_card, task_card, with_plugin_defaults
-from pebench.evaluation import bucket_entry
+from pebench.evaluation import scorer_for
 from pebench.protocol import resolve
 from pebench.registry import ENCODINGS, plugins
 from pebench.train import set_up, train
@@ -33,7 +33,7 @@ def scores_by_batch_size(protocol, setup):
     found = {}
     for size in BATCH_SIZES:
         sized = dataclasses.replace(protocol, training=dataclasses.replace(protocol.training, eval_batch_size=size))
-        entry, scored = bucket_entry(setup.model, sized, bucket, 0, examples, torch.device("cpu"))
+        entry, scored = scorer_for(sized).bucket(setup.model, bucket, 0, examples, torch.device("cpu"))
         found[size] = (entry["metrics"], entry["lengths"], scored)
     return found
 

@@ -15,7 +15,7 @@ import torch
 
 from pebench.cards import encoding_card, encoding_cards
 from pebench.encodings.base import PositionLimitError, Site
-from pebench.evaluation import Scorer
+from pebench.evaluation import TextScorer
 from pebench.model import ModelConfig, Transformer
 from pebench.records import load_records
 from pebench.registry import build_encoding
@@ -70,8 +70,8 @@ def test_a_split_with_an_unscored_bucket_gets_no_score(tmp_path):
 
 
 def test_a_text_split_score_is_the_corpus_score_of_its_sentences_not_a_mean_of_buckets():
-    protocol = SimpleNamespace(text=True, metrics=["chrf"], task=SimpleNamespace())
-    scorer = Scorer(protocol)
+    protocol = SimpleNamespace(metrics=["chrf"], task=SimpleNamespace())
+    scorer = TextScorer(protocol)
     references = ["Ein kleiner Test.", "Noch ein Satz hier.", "Und ein ganz langer Satz, der viel mehr Zeichen hat als die anderen."]
     hypotheses = ["Ein kleiner Test.", "Noch ein Satz hier.", "Und was anderes."]
     examples = [SimpleNamespace(reference=r) for r in references]

@@ -55,7 +55,7 @@ def test_an_empty_bucket_is_refused():
 def test_text_metrics_need_an_encoder_decoder_and_a_text_task():
     task = task_card("copy")
     task["metrics"] = {"names": ["bleu"], "primary": "bleu"}
-    with pytest.raises(ValueError, match="decode with an encoder-decoder"):
+    with pytest.raises(ValueError, match="need a model of architecture encoder-decoder"):
         resolve(task)
     task["model"]["architecture"] = "encoder_decoder"
     with pytest.raises(ValueError, match="task family 'copy' produces no text"):

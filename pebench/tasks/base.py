@@ -1,7 +1,7 @@
 """The task contract: examples, length buckets, and what a task family provides.
 
-A task family is a :class:`Task` subclass registered under the entry-point group
-``pebench.tasks``; a task card (``tasks/*.toml``) names the family and fixes the protocol
+A task family is a :class:`Task` subclass (examples) or a :class:`TokenStream` subclass (a text
+for language modelling) registered under the entry-point group ``pebench.tasks``; a task card (``tasks/*.toml``) names the family and fixes the protocol
 (length split, buckets, metrics, model, budget), which :mod:`pebench.protocol` enforces.
 A family only produces examples: ``source`` and ``target`` are sequences of symbol ids
 (indices into :attr:`Task.symbols`), and ``length`` is the example's length in the task's unit
@@ -65,8 +65,11 @@ class LengthBucket:
         return range(self.lo, self.hi + 1, self.step)
 
 
-class Task(ABC):
-    """Base class of task families.
+class TaskFamily(ABC):
+    """What every task family has. A family is one of two kinds: a :class:`Task` makes examples
+    (input/output pairs, scored per example or as text); a :class:`TokenStream` is a text for
+    language modelling, scored by perplexity at each evaluation length. Which scorer scores it
+    follows from its kind and its card's metrics (:mod:`pebench.kinds`).
 
     Subclasses set ``description`` and ``reference``, take their card's ``[params]`` as keyword
     arguments, and fill :attr:`symbols`.
@@ -74,9 +77,40 @@ class Task(ABC):
 
     description: ClassVar[str] = ""
     reference: ClassVar[str] = ""
-    language_model: ClassVar[bool] = False  # scored on a text by perplexity (pebench.tasks.language_model), not on examples
     symbols: list[str]
     data: dict = {}  # provenance of real data (origin, pair counts), stored in the run record; read-only here
+
+
+class TokenStream(TaskFamily):
+    """A token stream for language modelling with a length split (Press et al. 2022, "Train
+    Short, Test Long", arXiv:2108.12409): windows of the training length drawn from
+    :attr:`train_ids`; the ID validation text :attr:`validation_ids` scored at the training
+    length; :attr:`evaluation_ids` scored at every evaluation length, with :attr:`stride` tokens
+    scored per window in the sliding-window evaluation (:mod:`pebench.perplexity`). Token ids are
+    indices into :attr:`symbols`."""
+
+    train_ids: list[int]
+    validation_ids: list[int]
+    evaluation_ids: list[int]
+    stride: int
+
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        """Windows of ``lengths.hi`` + 1 tokens at uniform offsets of the training text: the model
+        reads the first ``lengths.hi`` and predicts each next one (``target`` is empty).
+
+        Raises:
+            ValueError: if the training text is shorter than a window.
+        """
+        width = lengths.hi + 1
+        if len(self.train_ids) < width:
+            raise ValueError(f"the training text has {len(self.train_ids)} tokens, fewer than a window of {width}")
+        while True:
+            start = rng.randrange(len(self.train_ids) - width + 1)
+            yield Example(tuple(self.train_ids[start : start + width]), (), lengths.hi)
+
+
+class Task(TaskFamily):
+    """Base class of the task families that make examples (see :class:`TaskFamily`)."""
 
     @abstractmethod
     def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:

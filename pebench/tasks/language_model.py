@@ -18,18 +18,15 @@ the first L and predicts each next one; ``target`` is empty.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
-
 from ..data import DataNotFoundError, data_root, from_hub
 from ..tokenization import joint_bpe
-from .base import Example, LengthBucket, Task
+from .base import TokenStream
 
 SHAKESPEARE = "tinyshakespeare/input.txt"
 
 
-class LanguageModel(Task):
-    """A token stream for language modelling (see the module docstring).
+class LanguageModel(TokenStream):
+    """A token stream split three ways (see the module docstring).
 
     Args:
         eval_tokens: how many tokens of the evaluation text are scored (from its start; 0: all).
@@ -39,11 +36,6 @@ class LanguageModel(Task):
         ValueError: for a stride or eval_tokens below 1 (0 for all tokens).
     """
 
-    language_model = True
-    train_ids: list[int]
-    validation_ids: list[int]
-    evaluation_ids: list[int]
-
     def __init__(self, eval_tokens: int = 32768, stride: int = 64):
         if stride < 1 or eval_tokens < 0:
             raise ValueError(f"a language-model task needs stride >= 1 and eval_tokens >= 0 (0: the whole text); got {stride} and {eval_tokens}")
@@ -52,18 +44,6 @@ class LanguageModel(Task):
     def split(self, train: list[int], validation: list[int], evaluation: list[int]) -> None:
         self.train_ids, self.validation_ids = train, validation
         self.evaluation_ids = evaluation[: self.eval_tokens] if self.eval_tokens else evaluation
-
-    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
-        """Windows of ``lengths.hi`` + 1 tokens at uniform offsets of the training text."""
-        width = lengths.hi + 1
-        if len(self.train_ids) < width:
-            raise ValueError(f"the training text has {len(self.train_ids)} tokens, fewer than a window of {width}")
-        while True:
-            start = rng.randrange(len(self.train_ids) - width + 1)
-            yield Example(tuple(self.train_ids[start : start + width]), (), lengths.hi)
-
-    def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
-        raise NotImplementedError("a language-model task is scored on its evaluation text (pebench.perplexity), not on examples")
 
 
 class TinyShakespeare(LanguageModel):
