@@ -27,7 +27,7 @@ from .data import DATA_ENV
 from .devices import resolve_device
 from .distributed import finish, from_environment
 from .engines import ENGINES, EngineOptions
-from .layout import RUNS, USER_RESULTS, leaderboards_dir, record_files, runs_dir
+from .layout import RUNS, USER_RESULTS, committed_results, leaderboards_dir, record_files, runs_dir
 from .metrics import METRICS
 from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
@@ -38,6 +38,7 @@ RESULTS_HELP = (
     f"results folder: runs/ (the records), leaderboards/ and throughput/ (default: ./{USER_RESULTS}; "
     "the committed grid, tables and benchmark: --results results)"
 )
+BASELINE_DEFAULT = Path("<committed results>")  # --baseline without DIR
 THREADS_HELP = (
     "CPU threads of torch's operations (default: torch's own, the cores; recorded in each run): the order of "
     "floating-point sums, so a run's numbers, depend on it"
@@ -97,6 +98,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MARKDOWN",
         help="then refresh these documents' '<!-- generated: PATH -->' sections (PATH relative to each) from the written tables",
     )
+    report_parser.add_argument(
+        "--baseline",
+        nargs="?",
+        const=BASELINE_DEFAULT,
+        type=Path,
+        metavar="DIR",
+        help="compare your encodings with the records of this results folder (read only; without DIR: the committed results/ of this "
+        "checkout), pooled at identical task cards: comparison.md beside the tables",
+    )
+    report_parser.add_argument("--encodings", help="comma-separated encodings: report only their runs (default: every encoding)")
+    report_parser.add_argument("--highlight", default="", help="comma-separated encodings to mark in the tables and draw bold in the figures")
     plan_parser = commands.add_parser("plan", help="the seeds each validity claim's pairs need for 80%% power, and the sweeps that run them")
     plan_parser.add_argument("results", nargs="?", type=Path, default=USER_RESULTS, help="the results folder (default: %(default)s)")
 
@@ -238,10 +250,10 @@ def command_list(args) -> int:
 
 def written(printed: dict[str, str], out: Path) -> str:
     """What ``pebench report`` wrote: its tables by name, and the sections present in ``out``."""
-    tables = [name for name in printed if name not in ("overall", "legend")]
+    tables = [name for name in printed if name not in ("overall", "legend", "comparison")]
     parts = [f"{len(tables)} task table{'s' if len(tables) != 1 else ''} ({', '.join(tables)}: .md, .csv, .tex, .html, .png)"]
     parts += [f"{name}.*" for name in ("overall", "chomsky") if (out / f"{name}.md").is_file()]
-    parts += [name for name in ("validity.md", "runtime.md", "legend.md") if (out / name).is_file()]
+    parts += [name for name in ("validity.md", "runtime.md", "legend.md", "comparison.md") if (out / name).is_file()]
     return ", ".join(parts)
 
 
@@ -272,7 +284,22 @@ def command_report(args) -> int:
     from .report import write_reports  # pandas and scipy: seconds of start-up that only the report needs
 
     out = args.out or leaderboards_dir(args.results)
-    printed = write_reports(records, out, bench.load(args.results))
+    comparison = None
+    if args.baseline is not None:
+        try:
+            records, comparison = _with_baseline(records, args.baseline, args.results)
+        except (FileNotFoundError, ValueError) as error:
+            return _fail(error)
+    if args.encodings:
+        try:
+            records = _only_encodings(records, args.encodings)
+        except ValueError as error:
+            return _fail(error)
+    highlight = frozenset(name.strip() for name in args.highlight.split(",") if name.strip())
+    printed = write_reports(records, out, bench.load(args.results), highlight)
+    if comparison is not None:
+        (out / "comparison.md").write_text(comparison)
+        printed["comparison"] = comparison
     for text in printed.values():
         print(text)
     print(f"written to {out}: {written(printed, out)}")
@@ -288,6 +315,44 @@ def command_report(args) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _only_encodings(records: list[dict], requested: str) -> list[dict]:
+    """The records of the encodings named in ``requested`` (comma-separated).
+
+    Raises:
+        ValueError: for a name no successful record has (listing the ones there are).
+    """
+    wanted = {name.strip() for name in requested.split(",") if name.strip()}
+    present = {r["encoding"]["name"] for r in records if r.get("status") == "ok"}
+    if not wanted or wanted - present:
+        raise ValueError(f"--encodings {requested}: no run of {', '.join(sorted(wanted - present)) or 'any'}; the records have {', '.join(sorted(present))}")
+    return [r for r in records if r.get("encoding", {}).get("name") in wanted]
+
+
+def _with_baseline(records: list[dict], baseline: Path, results: Path) -> tuple[list[dict], str]:
+    """The user's records pooled with the baseline folder's (:func:`pebench.comparison.pool`),
+    and the comparison's Markdown; the baseline folder is only read.
+
+    Raises:
+        FileNotFoundError: for a baseline folder without records (or none committed here).
+        ValueError: from :func:`pebench.comparison.pool`.
+    """
+    from .comparison import pool, render_comparison
+
+    if baseline == BASELINE_DEFAULT:
+        baseline = committed_results()
+        if baseline is None:
+            raise FileNotFoundError("--baseline without DIR reads the committed results/ of a pebench checkout, and this install has none: give --baseline DIR")
+    if Path(baseline).resolve() == Path(results).resolve():
+        raise ValueError(f"--baseline {baseline} is the results folder itself: give your own --results folder, and the baseline apart")
+    found, skipped = load_records(baseline)
+    for path, reason in skipped:
+        print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
+    if not found:
+        raise FileNotFoundError(f"--baseline {baseline}: no run records under {runs_dir(baseline)}")
+    pooled = pool(records, found)
+    return pooled.records, render_comparison(pooled, str(baseline))
 
 
 def command_sweep(args) -> int:

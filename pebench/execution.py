@@ -25,8 +25,8 @@ from .cards import changed_settings, encoding_card, task_card, with_plugin_defau
 from .data import DataNotFoundError
 from .distributed import Distributed
 from .protocol import Protocol, apply_overrides, resolve
-from .records import git_commit, json_safe, new_record, record_path, write_record
-from .registry import ENCODINGS, PluginConflictError, UnknownNameError, origin, plugin
+from .records import card_identity, git_commit, json_safe, new_record, record_path, write_record
+from .registry import ENCODINGS, TASKS, PluginConflictError, UnknownNameError, origin, plugin, same_code
 from .train import RunSetup, run, set_up
 
 BAD_INPUT = (UnknownNameError, PluginConflictError, ValueError, TypeError, RuntimeError, DataNotFoundError)
@@ -54,31 +54,26 @@ class Planned:
 
     def matches(self, record: dict) -> bool:
         """True when ``record`` was made from these resolved cards (the plugin's defaults
-        included, so a changed default makes the record stale) by the encoding plugin's current
-        ``revision`` (a record without one: revision 1). Descriptions and references are prose
-        and do not count, nor does the spelling of the overrides."""
-        revision = plugin(ENCODINGS, self.encoding["plugin"]).revision
+        included, so a changed default makes the record stale) by the current code of its
+        encoding and task plugins (:func:`pebench.registry.same_code`: pebench's own by their
+        ``revision``, a record without one being revision 1; another distribution's by its
+        version and source hash too). Descriptions and references are prose and do not count,
+        nor does the spelling of the overrides."""
         return (
-            _behaviour(record.get("task", {})) == _behaviour(self.task)
-            and _behaviour(record.get("encoding", {})) == _behaviour(self.encoding)
-            and record.get("plugin", {}).get("revision", 1) == revision
+            card_identity(record.get("task", {})) == card_identity(self.task)
+            and card_identity(record.get("encoding", {})) == card_identity(self.encoding)
+            and same_code(record.get("plugin"), self.encoding_code())
+            and same_code(record.get("task_plugin"), origin(TASKS, self.task["family"]))
         )
+
+    def encoding_code(self) -> dict:
+        """The encoding plugin's :func:`pebench.registry.origin` and ``revision``."""
+        return {**origin(ENCODINGS, self.encoding["plugin"]), "revision": plugin(ENCODINGS, self.encoding["plugin"]).revision}
 
     def new_record(self) -> dict:
         """The header of this run's record."""
-        revision = plugin(ENCODINGS, self.encoding["plugin"]).revision
-        return new_record(
-            self.task, self.encoding, self.seed, self.overrides, self.settings, {**origin(ENCODINGS, self.encoding["plugin"]), "revision": revision}
-        )
-
-
-PROSE = ("description", "reference", "suite")  # a card's words about itself: they change no result
-
-
-def _behaviour(card: dict) -> dict:
-    """A card as stored in records, without its prose."""
-    stored = json.loads(json.dumps(json_safe(card)))
-    return {key: value for key, value in stored.items() if key not in PROSE}
+        record = new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, self.encoding_code())
+        return {**record, "task_plugin": origin(TASKS, self.task["family"])}
 
 
 def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path, resolved: dict | None = None) -> Planned:

@@ -21,6 +21,13 @@ USER_RESULTS = Path("pebench-results")  # where runs, reports and benchmarks go 
 RUNS, CHECKPOINTS, TENSORBOARD, LEADERBOARDS, THROUGHPUT, SLURM = "runs", "checkpoints", "tensorboard", "leaderboards", "throughput", "slurm"
 
 
+def committed_results() -> Path | None:
+    """The committed ``results/`` of the pebench checkout this package runs from (an editable
+    install of a clone), None where there is none (an installed wheel carries no records)."""
+    folder = Path(__file__).resolve().parents[1] / "results"
+    return folder if (folder / RUNS).is_dir() else None
+
+
 def runs_dir(results: Path) -> Path:
     return Path(results) / RUNS
 

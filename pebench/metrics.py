@@ -25,6 +25,7 @@ its direction and how many digits a table shows; nothing else in pebench spells 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -47,6 +48,9 @@ class Metric:
         margin: the equivalence margin δ of a difference of two encodings' scores, in the
             metric's units (:mod:`pebench.verdicts`): differences inside ±δ count as none. 0.02
             for accuracies (two points), 0.5 BLEU or chrF points, 0.1 perplexity, 0.01 bits.
+        bounds: the values the metric can take (a plotted interval is clipped to them):
+            [0, 1] for accuracies, [0, 100] for BLEU and chrF, [1, inf) for perplexity, [0, inf)
+            for bits.
     """
 
     name: str
@@ -54,6 +58,7 @@ class Metric:
     higher_is_better: bool = True
     digits: int = 3
     margin: float = 0.02
+    bounds: tuple[float, float] = (0.0, 1.0)
 
 
 METRICS = {
@@ -62,10 +67,12 @@ METRICS = {
         Metric("sequence_accuracy", "example"),
         Metric("exact_match", "example"),
         Metric("teacher_forced_accuracy", "example"),
-        Metric("bleu", "text", digits=2, margin=0.5),
-        Metric("chrf", "text", digits=2, margin=0.5),
+        Metric("bleu", "text", digits=2, margin=0.5, bounds=(0.0, 100.0)),
+        Metric("chrf", "text", digits=2, margin=0.5, bounds=(0.0, 100.0)),
         *(
-            Metric(name, "language_model", higher_is_better=False, margin=0.01 if name.endswith("bits_per_token") else 0.1)
+            Metric(name, "language_model", higher_is_better=False, margin=0.01, bounds=(0.0, math.inf))
+            if name.endswith("bits_per_token")
+            else Metric(name, "language_model", higher_is_better=False, margin=0.1, bounds=(1.0, math.inf))
             for name in ("perplexity", "bits_per_token", "sliding_perplexity", "sliding_bits_per_token")
         ),
     )

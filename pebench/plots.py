@@ -3,6 +3,8 @@ language model's loss by position in the window."""
 
 from __future__ import annotations
 
+import textwrap
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -12,15 +14,57 @@ from .metrics import METRICS
 from .results import Tables
 from .statistics import interval
 
+STYLES = {
+    # A fixed colour and marker per built-in encoding, so that a figure's baselines keep theirs
+    # whatever else it shows: one hue per family (tab10), one marker per member.
+    "nope": ("#000000", "o"),
+    "sinusoidal": ("#ff7f0e", "o"),
+    "randomized_sinusoidal": ("#ff7f0e", "s"),
+    "learned": ("#2ca02c", "o"),
+    "relative": ("#d62728", "o"),
+    "t5": ("#9467bd", "o"),
+    "rope": ("#1f77b4", "o"),
+    "rope_pi": ("#1f77b4", "s"),
+    "rope_ntk": ("#1f77b4", "^"),
+    "rope_yarn": ("#1f77b4", "v"),
+    "xpos": ("#1f77b4", "D"),
+    "randomized": ("#1f77b4", "P"),
+    "alibi": ("#8c564b", "o"),
+    "kerple": ("#e377c2", "o"),
+    "fire": ("#bcbd22", "o"),
+    "flow": ("#17becf", "o"),
+    "flow_input": ("#17becf", "s"),
+}
+OTHER_COLORS = ("#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
+TITLE_WIDTH = 110  # characters per title line at the figures' width
 
-def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+
+def style(encoding: str) -> tuple[str, str]:
+    """The colour and marker of an encoding's row label (``name``, ``name@hash``, ``name [code]``):
+    the built-in's from :data:`STYLES`, another's from its name's CRC-32 (the same in every
+    figure and process) with a star."""
+    name = encoding.split("@")[0].split(" [")[0]
+    return STYLES.get(name) or (OTHER_COLORS[zlib.crc32(name.encode()) % len(OTHER_COLORS)], "*")
+
+
+def _title(text: str) -> str:
+    return textwrap.fill(text, TITLE_WIDTH)
+
+
+def _training_lengths(lo: int, hi: int) -> str:
+    return f"training length ({hi})" if lo == hi else f"training lengths ({lo}-{hi})"
+
+
+def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path, highlight: frozenset[str] = frozenset()) -> None:
     """PNG of the primary metric against length, one line per encoding: mean over runs with its
     95% interval as a band, per length (per bucket, at its midpoint, for text metrics); the
     training lengths shaded; encodings not ranked (most runs did not learn ID) dashed; on the
     length axis, each encoding's extrapolation length ℓ* (:func:`pebench.leaderboards.reach_columns`,
     median over the runs that learned ID, which unlike the table's mean is one run's length; none
-    where it is 0) marked, ▲ at the first threshold, △
-    at the second."""
+    where it is 0) marked, ▲ at the first threshold, △ at the second. Each encoding keeps its
+    colour and marker (:func:`style`); bands are clipped to the metric's range
+    (:attr:`pebench.metrics.Metric.bounds`); ``highlight``: encodings drawn bold, the others
+    light and without bands."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,26 +74,40 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     points = _plot_points(table, runs, metric)
     reach = reach_columns(table, runs)
     figure, axes = plt.subplots(figsize=(9, 4.8), dpi=100)
-    colors = plt.get_cmap("tab20").colors
     lo, hi = runs["train_lo"].iloc[0], runs["train_hi"].iloc[0]
-    for index, (encoding, group) in enumerate(runs.groupby("encoding", sort=True)):
+    low, high = METRICS[metric].bounds
+    for encoding, group in runs.groupby("encoding", sort=True):
         values = points[points.run.isin(group.run)].groupby("x")["value"]
         mean, half = values.mean(), values.agg(interval).fillna(0)
-        color = colors[index % len(colors)]
-        style = "-" if ranked(group["learned"]) else "--"
-        axes.plot(mean.index, mean, style, marker="o", markersize=2, linewidth=1.2, label=encoding, color=color)
-        axes.fill_between(mean.index, mean - half, mean + half, color=color, alpha=0.12, linewidth=0)
+        color, marker = style(encoding)
+        shown = not highlight or encoding in highlight
+        line = "-" if ranked(group["learned"]) else "--"
+        axes.plot(
+            mean.index,
+            mean,
+            line,
+            marker=marker,
+            markersize=3.5,
+            markevery=max(1, len(mean) // 12),
+            linewidth=(2.2 if highlight else 1.2) if shown else 0.8,
+            alpha=1.0 if shown else 0.35,
+            label=encoding,
+            color=color,
+            zorder=3 if highlight and shown else 2,
+        )
+        if shown:
+            axes.fill_between(mean.index, (mean - half).clip(low, high), (mean + half).clip(low, high), color=color, alpha=0.12, linewidth=0)
         for ratios, face in zip(reach.values(), (color, "none")):
             ratio = ratios.loc[group.run][counts_ood(group).to_numpy()].median()
             if ratio > 0:
                 axes.scatter([ratio * hi], [0.03], marker="^", s=28, facecolors=face, edgecolors=color, transform=axes.get_xaxis_transform(), zorder=3)
-    axes.axvspan(lo - 0.5, hi + 0.5, color="grey", alpha=0.15, label=f"training lengths ({lo}-{hi})")
+    axes.axvspan(lo - 0.5, hi + 0.5, color="#f5deb3", alpha=0.5, label=_training_lengths(lo, hi))  # wheat: no encoding's band is of its hue
     per = "bucket midpoints" if METRICS[metric].kind == "text" else "per length"
-    axes.set(
-        xlabel=f"length ({runs['unit'].iloc[0]}; {per})",
-        ylabel=metric,
-        title=f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)"
+    axes.set(xlabel=f"length ({runs['unit'].iloc[0]}; {per})", ylabel=metric)
+    axes.set_title(
+        _title(f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)")
         + ("\n" + ", ".join(f"{mark} {column}" for mark, column in zip("▲△", reach)) + ", median over the runs that learned ID" if reach else ""),
+        fontsize=9,
     )
     if METRICS[metric].kind == "language_model":  # Press et al.'s figure 1: perplexity against the evaluation length, both on log scales
         axes.set_xscale("log", base=2)
@@ -74,16 +132,16 @@ def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> 
     points = table.positions[table.positions.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
     lengths = sorted(points["length"].unique())
     figure, panels = plt.subplots(1, len(lengths), figsize=(3.2 * len(lengths) + 2, 3.6), dpi=100, squeeze=False)
-    colors = plt.get_cmap("tab20").colors
     for axes, length in zip(panels[0], lengths):
-        for index, (encoding, rows) in enumerate(points[points.length == length].groupby("encoding", sort=True)):
+        for encoding, rows in points[points.length == length].groupby("encoding", sort=True):
             mean = rows.groupby("position")["loss"].mean()
-            axes.plot(mean.index, mean, linewidth=1, color=colors[index % len(colors)], label=encoding)
+            color, marker = style(encoding)
+            axes.plot(mean.index, mean, linewidth=1, color=color, marker=marker, markersize=3, markevery=max(1, len(mean) // 8), label=encoding)
         axes.axvline(runs["train_hi"].iloc[0], color="black", linestyle="--", linewidth=1)
         axes.set(title=f"context {length}", xlabel="position in the window", ylabel="loss (nats)" if length == lengths[0] else None)
         axes.grid(alpha=0.3)
     panels[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    figure.suptitle(f"{name}: loss by position, nonoverlapping windows (dashed: the training length)")
+    figure.suptitle(_title(f"{name}: loss by position, nonoverlapping windows (dashed: the training length)"), fontsize=10)
     figure.tight_layout()
     figure.savefig(path, metadata={"Software": None})
     plt.close(figure)
@@ -100,12 +158,12 @@ def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> Non
 
     curves = table.curves[table.curves.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
     figure, (loss_axes, score_axes) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=100)
-    colors = plt.get_cmap("tab20").colors
-    for index, (encoding, rows) in enumerate(curves.groupby("encoding", sort=True)):
+    for encoding, rows in curves.groupby("encoding", sort=True):
+        color, _ = style(encoding)
         for number, (_, run) in enumerate(rows.groupby("run", sort=True)):
             label = encoding if number == 0 else None
-            loss_axes.plot(run["step"], run["loss"], linewidth=1, color=colors[index % len(colors)], label=label)
-            score_axes.plot(run["step"], run["validation"], linewidth=1, color=colors[index % len(colors)])
+            loss_axes.plot(run["step"], run["loss"], linewidth=1, color=color, label=label)
+            score_axes.plot(run["step"], run["validation"], linewidth=1, color=color)
     target = runs["target"].iloc[0]
     if pd.notna(target):
         score_axes.axhline(target, color="black", linestyle="--", linewidth=1)
@@ -116,7 +174,7 @@ def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> Non
     for axes in (loss_axes, score_axes):
         axes.grid(alpha=0.3)
     loss_axes.legend(fontsize=7)
-    figure.suptitle(f"{name}: training curves, one line per run")
+    figure.suptitle(_title(f"{name}: training curves, one line per run"), fontsize=10)
     figure.tight_layout()
     figure.savefig(path, metadata={"Software": None})
     plt.close(figure)

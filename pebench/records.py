@@ -61,6 +61,16 @@ def json_safe(value):
     return value
 
 
+PROSE = ("description", "reference", "suite")  # a card's words about itself: they change no result
+
+
+def card_identity(card: dict) -> dict:
+    """A card as stored in records, without its prose (:data:`PROSE`): two runs made from cards
+    of equal identity ran the same protocol (or encoding)."""
+    stored = json.loads(json.dumps(json_safe(card)))
+    return {key: value for key, value in stored.items() if key not in PROSE}
+
+
 def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict, plugin: dict) -> dict:
     """The header of a run record; the run fills in the rest. ``overrides`` are the user's
     ``--set`` words as given, ``settings`` what they changed (the configuration's identity),

@@ -8,6 +8,7 @@ A plugin that fails to import is skipped with a warning that names it; the rest 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import traceback
 import typing
@@ -62,10 +63,43 @@ def _distribution(entry: EntryPoint) -> str:
     return entry.dist.name if entry.dist is not None else "an unknown package"
 
 
+OWN_DISTRIBUTION = "pebench"
+
+
+def source_hash(cls: type) -> str | None:
+    """The first 16 hex digits of the SHA-256 of the source file of the module that defines
+    ``cls`` (None where it has none: a class built in a notebook or from C)."""
+    try:
+        path = inspect.getsourcefile(cls)
+    except TypeError:
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None
+
+
 def origin(group: str, name: str) -> dict:
-    """The distribution that registers plugin ``name``, and its version (for run records)."""
+    """What a run record keeps of the code of plugin ``name``: the distribution that registers
+    it, its version, and the hash of its module's source (:func:`source_hash`)."""
     entry = _entries(group)[name]
-    return {"distribution": _distribution(entry), "version": entry.dist.version if entry.dist is not None else None}
+    version = entry.dist.version if entry.dist is not None else None
+    return {"distribution": _distribution(entry), "version": version, "source": source_hash(plugin(group, name))}
+
+
+def same_code(recorded: dict | None, current: dict) -> bool:
+    """Whether a record's plugin code (``recorded``: its :func:`origin`, with ``revision``;
+    None in records older than these fields) is the ``current`` one. pebench's own plugins are
+    kept by their ``revision`` (raised with a change of what they compute, so that an edit of
+    wording or layout leaves the committed grid current); any other distribution's plugin by its
+    revision, version and source hash too, so that an edit or a version bump makes its records
+    stale."""
+    recorded = recorded or {}
+    if recorded.get("revision", 1) != current.get("revision", 1):
+        return False
+    if current["distribution"] == OWN_DISTRIBUTION:
+        return True
+    return recorded.get("distribution") == current["distribution"] and (recorded.get("version"), recorded.get("source")) == (
+        current["version"],
+        current["source"],
+    )
 
 
 @cache

@@ -33,6 +33,7 @@ import pandas as pd
 from .cards import parse_value, settings_hash
 from .layout import USER_RESULTS
 from .records import load_records
+from .registry import OWN_DISTRIBUTION
 
 
 @dataclass
@@ -71,14 +72,37 @@ def protocol_of(record: dict) -> int:
     return record.get("protocol", 1)
 
 
+def plugin_code(record: dict) -> str:
+    """The code of the encoding plugin that made ``record``: ``r<revision>`` for pebench's own
+    plugins (kept by their revision), ``<version>+<source hash>`` for another distribution's
+    (``<version>`` in records older than the hash); :func:`pebench.registry.same_code` in words."""
+    plugin = record.get("plugin", {})
+    if plugin.get("distribution", OWN_DISTRIBUTION) == OWN_DISTRIBUTION:
+        return f"r{plugin.get('revision', 1)}"
+    return f"{plugin.get('version')}" + (f"+{plugin['source'][:8]}" if plugin.get("source") else "")
+
+
+def _labels(records: list[dict]) -> list[tuple[str, str]]:
+    """(table, encoding row) labels of ``records``; an encoding whose records in one table come
+    from two plugin codes (:func:`plugin_code`) gets a row per code, ``name [code]``, so that a
+    row never pools two versions of a plugin."""
+    labels = []
+    for record in records:
+        task_settings, encoding_settings = split_settings(_settings(record))
+        labels.append((_label(record["task"]["name"], task_settings), _label(record["encoding"]["name"], encoding_settings)))
+    codes: dict[tuple[str, str], set[str]] = {}
+    for label, record in zip(labels, records):
+        codes.setdefault(label, set()).add(plugin_code(record))
+    return [
+        (table, f"{encoding} [{plugin_code(record)}]" if len(codes[table, encoding]) > 1 else encoding) for (table, encoding), record in zip(labels, records)
+    ]
+
+
 def tables(records: list[dict]) -> Tables:
     """The six frames of the successful records among ``records`` (see the module docstring)."""
     runs, scores, lengths, positions, curves, capped = [], [], [], [], [], []
-    for record in records:
-        if record.get("status") != "ok":
-            continue
-        task_settings, encoding_settings = split_settings(_settings(record))
-        table, encoding = _label(record["task"]["name"], task_settings), _label(record["encoding"]["name"], encoding_settings)
+    records = [record for record in records if record.get("status") == "ok"]
+    for record, (table, encoding) in zip(records, _labels(records)):
         run = f"{table}/{encoding}/seed{record['seed']}"
         runs.append(_run_row(record, run, table, encoding))
         scores += [{"run": run, **row} for row in _score_rows(record)]
@@ -142,6 +166,7 @@ def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
         "threads": record["environment"]["threads"],
         "device": record["environment"]["device"],
         "git_commit": record.get("git_commit"),
+        "plugin": f"{record.get('plugin', {}).get('distribution', OWN_DISTRIBUTION)} {plugin_code(record)}",
         "data_origin": record.get("data", {}).get("origin", "generated"),
     }
 

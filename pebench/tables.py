@@ -10,7 +10,21 @@ from .leaderboards import BENCH_LENGTH, RankingGroup, run_times
 from .metrics import METRICS
 from .results import Tables
 
-FORMATS = {"md": "github", "tex": "latex_booktabs", "html": "html"}
+FORMATS = {"md": "github", "html": "unsafehtml"}  # LaTeX: latex_table, one table per file
+LATEX_COLUMNS = ("rank", "encoding", "learned ID", "ID", "OOD", "runs")  # the compact set, with the first ℓ*/L column
+LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+LATEX_SYMBOLS = {"ℓ*": r"$\ell^*$", "±": r"$\pm$", "≥": r"$\geq$", "—": "---", "▶ ": ""}
 
 
 def _mean_ci(mean: float, half_width: float, digits: int) -> str:
@@ -23,9 +37,11 @@ def _number(value, pattern: str) -> str:
     return "—" if pd.isna(value) else format(value, pattern)
 
 
-def display(board: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """The leaderboard as strings, for printing: scores as ``mean ± 95% half-width``."""
-    shown = pd.DataFrame({"rank": board["rank"].map(lambda v: _number(v, "g")), "encoding": board["encoding"]})
+def display(board: pd.DataFrame, digits: int = 3, highlight: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """The leaderboard as strings, for printing: scores as ``mean ± 95% half-width``; the
+    encodings of ``highlight`` marked ``▶``."""
+    encodings = board["encoding"].map(lambda e: f"▶ {e}" if e in highlight else e)
+    shown = pd.DataFrame({"rank": board["rank"].map(lambda v: _number(v, "g")), "encoding": encodings})
     has_target = board["target"].notna().any()
     if has_target:
         shown["learned ID"] = [
@@ -68,23 +84,76 @@ def _title(name: str, table: Tables, runs: pd.DataFrame, metric: str) -> str:
     return f"{name}: {metric} (ID = {buckets['where'].iloc[0]}; buckets {sizes}), mean ± 95% interval over runs; {rule}"
 
 
-def render(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], table_format: str) -> str:
+def render(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], table_format: str, highlight: frozenset[str] = frozenset()) -> str:
     """A table's titled leaderboards (:func:`boards_of`) in a tabulate format ("github",
-    "simple", "latex_booktabs", "html"): the primary metric with throughput, then each other metric."""
+    "simple", "unsafehtml"): the primary metric with throughput, then each other metric; the
+    encodings of ``highlight`` marked."""
     architecture = runs["architecture"].iloc[0]
     with_speed = "train tok/s" in next(iter(boards.values()))
     speed = f"throughput: pebench bench, {architecture} at {BENCH_LENGTH} tokens" if with_speed else "throughput: no benchmark table (run `pebench bench`)"
     parts = []
     for index, (metric, board) in enumerate(boards.items()):
-        shown = display(board, METRICS[metric].digits)
+        shown = display(board, METRICS[metric].digits, highlight)
         if index:
             shown = shown.drop(columns=[c for c in ("rank", "learned ID", "steps") if c in shown])
         parts.append(f"{_title(name, table, runs, metric)}{'; ' + speed if index == 0 else ''}\n\n{_table(shown, table_format)}\n")
+    parts.append(provenance(runs) + "\n")
     capped = table.capped.merge(runs[["run", "encoding", "seed"]], on="run")
     if not capped.empty:
         counts = "; ".join(f"{row.encoding} seed {row.seed}, bucket {row.bucket}: {row.capped}" for row in capped.itertuples())
         parts.append(f"outputs that stopped at the decoding cap without EOS (counted as generated): {counts}\n")
     return "\n".join(parts)
+
+
+def provenance(runs: pd.DataFrame) -> str:
+    """Where a table's records come from: the pebench commits that made them (runs each, most
+    first) and the plugin code of each encoding (:func:`pebench.results.plugin_code`)."""
+    commits = runs["git_commit"].fillna("unknown").str[:7].value_counts()
+    commits = commits.sort_index().sort_values(ascending=False, kind="stable")
+    plugins = runs.groupby("plugin")["encoding"].unique()
+    return (
+        f"records: {len(runs)} runs from {len(commits)} pebench commit{'s' * (len(commits) != 1)} ("
+        + ", ".join(f"{commit}: {n}" for commit, n in commits.items())
+        + "); plugin code: "
+        + "; ".join(f"{code} ({', '.join(sorted(encodings))})" for code, encodings in plugins.items())
+    )
+
+
+def _latex(text: str) -> str:
+    """``text`` for LaTeX: its special characters escaped, the symbols the tables use as math."""
+    escaped = "".join(LATEX_SPECIAL.get(character, character) for character in str(text))
+    for symbol, command in LATEX_SYMBOLS.items():
+        escaped = escaped.replace(symbol, command)
+    return escaped
+
+
+def latex_table(shown: pd.DataFrame, caption: str, label: str, highlight: frozenset[str] = frozenset()) -> str:
+    """One LaTeX ``table`` (booktabs rules, ``\\caption``, ``\\label``) of ``shown``'s strings:
+    text columns left-aligned, the others right-aligned; the rows of ``highlight``'s encodings in
+    bold. Needs ``\\usepackage{booktabs}``."""
+    cells = shown.map(_latex)
+    if "encoding" in shown:
+        bold = shown["encoding"].str.removeprefix("▶ ").isin(highlight)
+        cells.loc[bold, "encoding"] = cells.loc[bold, "encoding"].map(lambda e: rf"\textbf{{{e}}}")
+    cells.columns = [_latex(column) for column in shown.columns]
+    aligned = "".join("l" if column in ("encoding", "learned ID", "task", "tasks ranked") else "r" for column in shown.columns)
+    styler = cells.style.hide(axis="index")
+    return styler.to_latex(caption=_latex(caption), label=label, hrules=True, column_format=aligned, position="t", position_float="centering")
+
+
+def render_latex(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], highlight: frozenset[str] = frozenset()) -> str:
+    """The primary metric's leaderboard as one LaTeX table (:func:`latex_table`), the compact
+    columns (:data:`LATEX_COLUMNS` and the first ℓ*/L), its title as the caption; the other
+    metrics and the throughput are in the Markdown, HTML and CSV files."""
+    metric, board = next(iter(boards.items()))
+    shown = display(board, METRICS[metric].digits, highlight)
+    reach = [column for column in shown if column.startswith("ℓ*/L")][:1]
+    columns = [column for column in shown if column in LATEX_COLUMNS or column in reach]
+    return latex_table(shown[columns], _title(name, table, runs, metric), f"tab:pebench-{_label(name)}", highlight)
+
+
+def _label(name: str) -> str:
+    return "".join(character if character.isalnum() else "-" for character in name)
 
 
 def display_overall(table: pd.DataFrame) -> pd.DataFrame:
@@ -124,6 +193,13 @@ def render_overall(blocks: list[RankingGroup], encodings: list[str], table_forma
     if alone:
         parts.append(f"In no table (no other encoding ran any of their tasks at the same seed): {', '.join(alone)}\n")
     return OVERALL_TITLE + "\n\n" + "\n".join(parts)
+
+
+def render_overall_latex(blocks: list[RankingGroup], highlight: frozenset[str] = frozenset()) -> str:
+    """The overall ranking's first (largest) block as one LaTeX table (:func:`latex_table`);
+    every block is in ``overall.md``."""
+    block = blocks[0]
+    return latex_table(display_overall(block.ranking), f"{OVERALL_TITLE}. {_block_title(block)}", "tab:pebench-overall", highlight)
 
 
 def overall_csv(blocks: list[RankingGroup]) -> pd.DataFrame:

@@ -131,3 +131,28 @@ def test_the_record_names_the_plugins_package_and_every_parameter(installed_plug
     [path] = (tmp_path / "runs" / "copy" / "learned_slopes").glob("*.json")
     record = json.loads(path.read_text())
     assert record["plugin"]["distribution"].replace("_", "-") == "pebench-plugin-example" and record["plugin"]["version"] == "0.1.0"
+
+
+def test_an_edited_or_version_bumped_plugin_makes_its_records_stale(tmp_path):
+    site = plugin_package(tmp_path / "site", "steady", "Steady", "pass")  # a real package whose hook never fails
+    results = tmp_path / "results"
+    tiny = ["--results", str(results), "--quiet", "--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "split.validation_examples=5"]
+
+    def sweep():
+        out = pebench("sweep", "--encodings", "steady", "--tasks", "copy", *tiny, pythonpath=[site])
+        assert out.returncode == 0, out.stderr
+        return out.stderr
+
+    assert "(1 missing)" in sweep()  # an unchanged plugin's record stays done: tests/test_sweep.py
+    [path] = (results / "runs" / "copy" / "steady").glob("*.json")
+    first = json.loads(path.read_text())
+    module = site / "steady_plugin.py"
+    module.write_text(module.read_text() + "# an edit that changes nothing the version says\n")
+    assert "(1 stale)" in sweep()
+    edited = json.loads(path.read_text())
+    assert edited["plugin"]["source"] != first["plugin"]["source"] and edited["plugin"]["version"] == "0.1"
+    assert edited["task_plugin"]["distribution"] == "pebench"
+    metadata = site / "steady_plugin-0.1.dist-info" / "METADATA"
+    metadata.write_text(metadata.read_text().replace("Version: 0.1", "Version: 0.2"))
+    assert "(1 stale)" in sweep()
+    assert json.loads(path.read_text())["plugin"]["version"] == "0.2"
