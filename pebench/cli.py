@@ -295,7 +295,7 @@ def command_report(args) -> int:
             records = _only_encodings(records, args.encodings)
         except ValueError as error:
             return _fail(error)
-    highlight = frozenset(name.strip() for name in args.highlight.split(",") if name.strip())
+    highlight = frozenset(_listed(args.highlight))
     printed = write_reports(records, out, bench.load(args.results), highlight)
     if comparison is not None:
         (out / "comparison.md").write_text(comparison)
@@ -317,13 +317,18 @@ def command_report(args) -> int:
     return 0
 
 
+def _listed(names: str) -> list[str]:
+    """The names of a comma-separated list, blanks left out."""
+    return [name.strip() for name in names.split(",") if name.strip()]
+
+
 def _only_encodings(records: list[dict], requested: str) -> list[dict]:
     """The records of the encodings named in ``requested`` (comma-separated).
 
     Raises:
         ValueError: for a name no successful record has (listing the ones there are).
     """
-    wanted = {name.strip() for name in requested.split(",") if name.strip()}
+    wanted = set(_listed(requested))
     present = {r["encoding"]["name"] for r in records if r.get("status") == "ok"}
     if not wanted or wanted - present:
         raise ValueError(f"--encodings {requested}: no run of {', '.join(sorted(wanted - present)) or 'any'}; the records have {', '.join(sorted(present))}")

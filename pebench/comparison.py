@@ -17,6 +17,7 @@ to have learned ID on most runs). Then the new encoding's place in the overall r
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import pandas as pd
@@ -62,12 +63,13 @@ def pool(user: list[dict], baseline: list[dict]) -> Pooled:
         if cards.setdefault(name, identity) != identity:
             raise ValueError(f"your records of task '{name}' come from two different task cards; compare one card at a time (a results folder each)")
     baseline = [r for r in baseline if r.get("status") == "ok" and r["task"]["name"] in cards]
+    same_card = [card_identity(r["task"]) == cards[r["task"]["name"]] for r in baseline]
     mine = {_key(r) for r in user}
-    joined = [r for r in baseline if card_identity(r["task"]) == cards[r["task"]["name"]] and _key(r) not in mine]
-    left_out = {name: sum(r["task"]["name"] == name and card_identity(r["task"]) != card for r in baseline) for name, card in cards.items()}
+    joined = [r for r, same in zip(baseline, same_card) if same and _key(r) not in mine]
+    left_out = Counter(r["task"]["name"] for r, same in zip(baseline, same_card) if not same)
     known = {r["encoding"]["name"] for r in baseline}
     candidates = sorted({r["encoding"]["name"] for r in user} - known)
-    return Pooled(user + joined, candidates, {name: n for name, n in left_out.items() if n})
+    return Pooled(user + joined, candidates, dict(left_out))
 
 
 def paired_differences(table: Tables, candidates: list[str]) -> pd.DataFrame:
@@ -107,9 +109,9 @@ def paired_differences(table: Tables, candidates: list[str]) -> pd.DataFrame:
 def overall_places(table: Tables, candidates: list[str]) -> pd.DataFrame:
     """Each new encoding's place in the largest block of the overall ranking that holds it: its
     rank (row) of the block's encodings, MRR with its 95% interval, and the block's tasks."""
-    rows = []
+    rows, blocks = [], overall_groups(table)
     for candidate in candidates:
-        block = next((b for b in overall_groups(table) if candidate in set(b.ranking.encoding)), None)
+        block = next((b for b in blocks if candidate in set(b.ranking.encoding)), None)
         if block is None:
             rows.append({"encoding": candidate, "place": "in no block (no baseline ran its tasks at its seeds)", "MRR": "—", "tasks": ""})
             continue

@@ -198,7 +198,9 @@ class Scorer(ABC):
 
 
 class ExampleScorer(Scorer):
-    """Scores examples with per-example metrics, averaged over a length's examples."""
+    """Scores examples with per-example metrics, averaged over a length's examples: outputs
+    decoded token by token (greedy, or beam search) or an encoder-only model's one-pass outputs
+    at its slots (:func:`predict` follows the architecture)."""
 
     def outputs(self, model: Transformer, examples: list[Example], device: torch.device) -> tuple[Outputs, list]:
         """The model's outputs, and what is scored of each example (its metrics, a dict)."""
@@ -260,14 +262,6 @@ class ExampleScorer(Scorer):
             {"source": self.text([i + FIRST_SYMBOL for i in e.source]), "target": target(e), "output": self.text(o)}
             for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]
         ]
-
-
-class GeneratedScorer(ExampleScorer):
-    """Outputs decoded token by token (greedy, or beam search), scored per example."""
-
-
-class OnePassScorer(ExampleScorer):
-    """An encoder-only model's one-pass outputs at its output slots, scored per example."""
 
 
 class TextScorer(ExampleScorer):
@@ -333,7 +327,7 @@ class LanguageModelScorer(Scorer):
         return self.protocol.training.eval_batch_size * self.protocol.train_length()
 
 
-SCORERS: dict[str, type[Scorer]] = {"generated": GeneratedScorer, "one_pass": OnePassScorer, "text": TextScorer, "language_model": LanguageModelScorer}
+SCORERS: dict[str, type[Scorer]] = {"generated": ExampleScorer, "one_pass": ExampleScorer, "text": TextScorer, "language_model": LanguageModelScorer}
 
 
 def scorer_for(protocol: Protocol) -> Scorer:

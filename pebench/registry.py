@@ -66,9 +66,11 @@ def _distribution(entry: EntryPoint) -> str:
 OWN_DISTRIBUTION = "pebench"
 
 
+@cache
 def source_hash(cls: type) -> str | None:
     """The first 16 hex digits of the SHA-256 of the source file of the module that defines
-    ``cls`` (None where it has none: a class built in a notebook or from C)."""
+    ``cls`` (None where it has none: a class built in a notebook or from C); read once per
+    process, as the module itself was."""
     try:
         path = inspect.getsourcefile(cls)
     except TypeError:
@@ -84,22 +86,21 @@ def origin(group: str, name: str) -> dict:
     return {"distribution": _distribution(entry), "version": version, "source": source_hash(plugin(group, name))}
 
 
-def same_code(recorded: dict | None, current: dict) -> bool:
-    """Whether a record's plugin code (``recorded``: its :func:`origin`, with ``revision``;
-    None in records older than these fields) is the ``current`` one. pebench's own plugins are
+def code_key(code: dict | None) -> tuple:
+    """What identifies a plugin's code (``code``: an :func:`origin` with ``revision``; None, or
+    without these fields, in older records: pebench's, revision 1). pebench's own plugins are
     kept by their ``revision`` (raised with a change of what they compute, so that an edit of
-    wording or layout leaves the committed grid current); any other distribution's plugin by its
-    revision, version and source hash too, so that an edit or a version bump makes its records
-    stale."""
-    recorded = recorded or {}
-    if recorded.get("revision", 1) != current.get("revision", 1):
-        return False
-    if current["distribution"] == OWN_DISTRIBUTION:
-        return True
-    return recorded.get("distribution") == current["distribution"] and (recorded.get("version"), recorded.get("source")) == (
-        current["version"],
-        current["source"],
-    )
+    wording or layout leaves the committed grid current); any other distribution's by its
+    revision, version and source hash, so that an edit or a version bump tells its records
+    apart."""
+    code = code or {}
+    distribution, revision = code.get("distribution", OWN_DISTRIBUTION), code.get("revision", 1)
+    return (distribution, revision) if distribution == OWN_DISTRIBUTION else (distribution, revision, code.get("version"), code.get("source"))
+
+
+def same_code(recorded: dict | None, current: dict) -> bool:
+    """Whether a record's plugin code is the ``current`` one (:func:`code_key`)."""
+    return code_key(recorded) == code_key(current)
 
 
 @cache

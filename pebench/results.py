@@ -33,7 +33,7 @@ import pandas as pd
 from .cards import parse_value, settings_hash
 from .layout import USER_RESULTS
 from .records import load_records
-from .registry import OWN_DISTRIBUTION
+from .registry import code_key
 
 
 @dataclass
@@ -73,13 +73,14 @@ def protocol_of(record: dict) -> int:
 
 
 def plugin_code(record: dict) -> str:
-    """The code of the encoding plugin that made ``record``: ``r<revision>`` for pebench's own
-    plugins (kept by their revision), ``<version>+<source hash>`` for another distribution's
-    (``<version>`` in records older than the hash); :func:`pebench.registry.same_code` in words."""
-    plugin = record.get("plugin", {})
-    if plugin.get("distribution", OWN_DISTRIBUTION) == OWN_DISTRIBUTION:
-        return f"r{plugin.get('revision', 1)}"
-    return f"{plugin.get('version')}" + (f"+{plugin['source'][:8]}" if plugin.get("source") else "")
+    """The code of the encoding plugin that made ``record`` (:func:`pebench.registry.code_key`)
+    in a row label's words: ``r<revision>`` for pebench's own plugins, ``<version>+<source
+    hash>`` for another distribution's (``<version>`` in records older than the hash)."""
+    key = code_key(record.get("plugin"))
+    if len(key) == 2:
+        return f"r{key[1]}"
+    _, _, version, source = key
+    return f"{version}" + (f"+{source[:8]}" if source else "")
 
 
 def _labels(records: list[dict]) -> list[tuple[str, str]]:
@@ -90,12 +91,11 @@ def _labels(records: list[dict]) -> list[tuple[str, str]]:
     for record in records:
         task_settings, encoding_settings = split_settings(_settings(record))
         labels.append((_label(record["task"]["name"], task_settings), _label(record["encoding"]["name"], encoding_settings)))
+    code = [plugin_code(record) for record in records]
     codes: dict[tuple[str, str], set[str]] = {}
-    for label, record in zip(labels, records):
-        codes.setdefault(label, set()).add(plugin_code(record))
-    return [
-        (table, f"{encoding} [{plugin_code(record)}]" if len(codes[table, encoding]) > 1 else encoding) for (table, encoding), record in zip(labels, records)
-    ]
+    for label, one in zip(labels, code):
+        codes.setdefault(label, set()).add(one)
+    return [(table, f"{encoding} [{one}]" if len(codes[table, encoding]) > 1 else encoding) for (table, encoding), one in zip(labels, code)]
 
 
 def tables(records: list[dict]) -> Tables:
@@ -166,7 +166,7 @@ def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
         "threads": record["environment"]["threads"],
         "device": record["environment"]["device"],
         "git_commit": record.get("git_commit"),
-        "plugin": f"{record.get('plugin', {}).get('distribution', OWN_DISTRIBUTION)} {plugin_code(record)}",
+        "plugin": f"{code_key(record.get('plugin'))[0]} {plugin_code(record)}",
         "data_origin": record.get("data", {}).get("origin", "generated"),
     }
 
