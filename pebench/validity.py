@@ -7,8 +7,8 @@ turned around where lower is better; for a threshold, the claimed side's distanc
 :mod:`pebench.verdicts`: *holds*, *reversed*, *equivalent* (within ±δ, two one-sided tests) or
 *unresolved*, Holm-corrected over the pairs of one claim; the claim is *reproduced* (every pair
 holds), *contradicted* (one is reversed) or *partly*, with the counts. A claim is *settled* when
-none of its pairs is unresolved: reproduced, contradicted, or partly with every pair that does not
-hold shown equivalent.
+it is reproduced, contradicted (one reversed pair refutes it, whatever its other pairs show), or
+partly with every pair that does not hold shown equivalent.
 
 δ, the equivalence margin: the metric's (:data:`pebench.metrics.METRICS`: 0.02 for accuracies,
 0.5 BLEU points), :data:`MRR_MARGIN` for a difference of MRRs, :data:`RATIO_MARGIN` for a
@@ -315,8 +315,9 @@ CLAIMS = (
 
 
 def settled(outcomes: list[str]) -> bool:
-    """A claim is settled when it has pairs and none is unresolved."""
-    return bool(outcomes) and "unresolved" not in outcomes
+    """A claim is settled when it has pairs and either one of them is reversed (the claim is
+    contradicted, Holm-corrected) or none is unresolved."""
+    return bool(outcomes) and ("reversed" in outcomes or "unresolved" not in outcomes)
 
 
 def judged_claims(table: Tables) -> list[tuple[Claim, Measured, list[str]]]:
@@ -364,7 +365,7 @@ def validity_section(table: Tables) -> str:
         "(paired t test for holds / reversed, two one-sided tests within ±δ for equivalent, Holm's correction over a claim's pairs; "
         "docs/validity.md)\n\n"
         + tabulate(claims, ["", "claim", "source", "published", "pairs", "verdict", "pairs not made"], tablefmt="github")
-        + f"\n\nSettled (no pair unresolved): {count} of {len(judged)} claims.\n\n"
+        + f"\n\nSettled (contradicted by a reversed pair, or no pair unresolved): {count} of {len(judged)} claims.\n\n"
         + tabulate(
             pairs,
             ["claim", "pair", "task", "metric", "means", "difference", "95% interval", "90% interval", "δ", "seeds", "outcome"],

@@ -65,6 +65,8 @@ def test_randomized_against_its_base_holds_reverses_and_names_the_pairs_not_made
                                   ("randomized > rope", "even_pairs"): "holds"}
     assert verdict(measured) == "contradicted (2 hold, 0 equivalent, 1 reversed, 0 unresolved)"
     assert "randomized > rope on parity_check" in measured.not_compared
+    # One reversed pair refutes the claim whatever the others show: settled beside an unresolved pair, not without it.
+    assert settled(["holds", "reversed", "unresolved"]) and not settled(["holds", "unresolved"]) and not settled([])
 
 
 def test_one_seed_leaves_a_pair_unresolved_and_the_claim_unsettled():
@@ -171,7 +173,7 @@ def test_the_section_shows_every_pair_and_counts_the_settled_claims():
     section = validity_section(table)
     assert "| reproduced (4 hold, 0 equivalent, 0 reversed, 0 unresolved) |" in section
     # Settled: claim 1 (4 hold) and claim 4 (nope on sort: 4 hold at every seed, a constant gap).
-    assert "Settled (no pair unresolved): 2 of 7 claims." in section
+    assert "Settled (contradicted by a reversed pair, or no pair unresolved): 2 of 7 claims." in section
     assert section.count("| nope > t5 ") == 2  # claim 1 on the MRR, claim 4 on sort
     assert re.search(r"\| nope > t5 +\| copy, reverse, sort, addition \| MRR of exact_match +\| 1\.000 vs 0\.500 \| \+0\.500 +\| \[\+0\.500, \+0\.500\]", section)
 
