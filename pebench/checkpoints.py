@@ -32,6 +32,7 @@ from .evaluation import evaluate
 from .protocol import apply_overrides, resolve
 from .records import SCHEMA_VERSION, new_record, record_path, record_problem, write_atomically, write_record
 from .registry import ENCODINGS, origin
+from .run_record import RunRecord
 from .train import build_model
 
 EVALUATION_KEYS = ("split.buckets", "split.eval_examples", "split.eval_seed")  # and every decoding.* key
@@ -47,7 +48,7 @@ def save(model: torch.nn.Module, record: Path) -> str:
     return str(path.relative_to(layout.results_of(record)))
 
 
-def _source(path: Path) -> dict:
+def _source(path: Path) -> RunRecord:
     """The record at ``path``, checked: a successful protocol 2 run with a checkpoint on disk.
 
     Raises:
@@ -60,15 +61,16 @@ def _source(path: Path) -> dict:
     problem = record_problem(record)
     if problem or record.get("schema") != SCHEMA_VERSION:
         raise ValueError(f"{path} is not a successful protocol 2 run record{': ' + problem if problem else ''}")
-    if "checkpoint" not in record:
+    source = RunRecord.from_json(record)
+    if source.checkpoint is None:
         raise ValueError(f"{path} has no checkpoint: train it again with `pebench run ... --save-checkpoint`")
     results = layout.results_of(path)
-    if not (results / record["checkpoint"]).is_file():
-        raise ValueError(f"the checkpoint {record['checkpoint']} of {path} is missing under {results}")
-    return record
+    if not (results / source.checkpoint).is_file():
+        raise ValueError(f"the checkpoint {source.checkpoint} of {path} is missing under {results}")
+    return source
 
 
-def plan_evaluation(path: Path, overrides: list[str], results: Path) -> tuple[dict, dict, dict, Path]:
+def plan_evaluation(path: Path, overrides: list[str], results: Path) -> tuple[RunRecord, dict, dict, Path]:
     """The source record, the task card of the new scoring, its settings and its record path.
 
     Raises:
@@ -85,14 +87,14 @@ def plan_evaluation(path: Path, overrides: list[str], results: Path) -> tuple[di
                 f"--set {key} would change the trained model; pebench evaluate changes only {', '.join(EVALUATION_KEYS)} "
                 f"and decoding.* (to change {key}, train anew with pebench run)"
             )
-    task = copy.deepcopy(source["task"])
+    task = copy.deepcopy(dict(source.task))
     apply_overrides(task, {"params": {}}, overrides)
-    cards = (task_card(task["name"]), with_plugin_defaults(encoding_card(source["encoding"]["name"])))
-    settings = changed_settings(task, source["encoding"], *cards)
-    return source, task, settings, record_path(results, task["name"], source["encoding"]["name"], source["seed"], settings)
+    cards = (task_card(task["name"]), with_plugin_defaults(encoding_card(source.encoding["name"])))
+    settings = changed_settings(task, source.encoding, *cards)
+    return source, task, settings, record_path(results, task["name"], source.encoding["name"], source.seed, settings)
 
 
-def rescore(path: Path, overrides: list[str], results: Path, device: torch.device) -> tuple[dict, Path]:
+def rescore(path: Path, overrides: list[str], results: Path, device: torch.device) -> tuple[RunRecord, Path]:
     """Score the saved model of the run recorded at ``path`` with ``overrides`` applied (see the
     module docstring); write and return the new record and its path.
 
@@ -104,26 +106,24 @@ def rescore(path: Path, overrides: list[str], results: Path, device: torch.devic
         raise ValueError(f"these settings are the source run's own: its record {path} already holds their scores")
     tick = time.perf_counter()
     protocol = resolve(task)
-    lengths = source["sequence_lengths"]
-    model = build_model(protocol, source["encoding"], lengths["max"], lengths["train"])
-    model.load_state_dict(torch.load(layout.results_of(path) / source["checkpoint"], map_location="cpu", weights_only=True))
+    lengths = source.sequence_lengths
+    model = build_model(protocol, source.encoding, lengths["max"], lengths["train"])
+    model.load_state_dict(torch.load(layout.results_of(path) / source.checkpoint, map_location="cpu", weights_only=True))
     model.to(device)
     data_seconds = time.perf_counter() - tick
     tick = time.perf_counter()
     buckets, scores = evaluate(model, protocol, protocol.evaluation_sets(), device)
-    record = new_record(task, source["encoding"], source["seed"], overrides, settings, origin(ENCODINGS, source["encoding"]["plugin"]))
-    record.update(
-        status="ok",
+    record = new_record(task, source.encoding, source.seed, overrides, settings, origin(ENCODINGS, source.encoding["plugin"])).with_measurements(
         environment=environment(device),
         parameters=model.parameter_counts(),
-        model=source["model"],
-        training=source["training"],
+        model=source.model,
+        training=source.training,
         sequence_lengths=lengths,
         data=protocol.task.data,
         buckets=buckets,
         scores=scores,
         stages={"data_seconds": round(data_seconds, 2), "eval_seconds": round(time.perf_counter() - tick, 2)},
-        evaluated_from={"record": str(path), "checkpoint": source["checkpoint"], "git_commit": source.get("git_commit")},
+        evaluated_from={"record": str(path), "checkpoint": source.checkpoint, "git_commit": source.git_commit},
     )
     write_record(target, record)
     return record, target

@@ -31,6 +31,7 @@ from .layout import RUNS, USER_RESULTS, committed_results, leaderboards_dir, rec
 from .metrics import METRICS
 from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
+from .run_record import RunRecord
 from .sections import refresh_sections
 from .tasks.base import LengthBucket
 
@@ -161,8 +162,8 @@ def command_run(args) -> int:
     finish(distributed)
     if not main:
         return 0
-    if record["status"] != "ok":
-        error = record["error"]
+    if record.status != "ok":
+        error = record.error
         print(f"pebench: run failed: {error['type']}: {error['message']}\nrecord: {planned.path}", file=sys.stderr)
         return 1
     _print_run(record, planned.path)
@@ -180,13 +181,13 @@ def command_evaluate(args) -> int:
     except execution.BAD_INPUT as error:
         return _fail(error)
     _print_run(record, path)
-    print(f"scored from {record['evaluated_from']['checkpoint']} in {time.perf_counter() - tick:.1f} s, without training")
+    print(f"scored from {record.evaluated_from['checkpoint']} in {time.perf_counter() - tick:.1f} s, without training")
     return 0
 
 
-def _print_run(record: dict, path: Path) -> None:
-    metrics = record["task"]["metrics"]["names"]
-    digits = f".{METRICS[record['task']['metrics']['primary']].digits}f"
+def _print_run(record: RunRecord, path: Path) -> None:
+    metrics, primary = record.task["metrics"]["names"], record.task["metrics"]["primary"]
+    digits = f".{METRICS[primary].digits}f"
 
     def value(metric_values: dict | None, name: str) -> str:
         found = (metric_values or {}).get(name)
@@ -194,34 +195,33 @@ def _print_run(record: dict, path: Path) -> None:
 
     rows = [
         [
-            b["bucket"],
-            "ID" if b["in_distribution"] else "OOD",
-            b["n"],
-            *[value(b["metrics"], m) for m in metrics],
-            f"{b['eval_tokens_per_second']:,.0f}" if b["eval_tokens_per_second"] else b.get("error", "—"),
+            b.bucket,
+            "ID" if b.in_distribution else "OOD",
+            b.n,
+            *[value(b.metrics, m) for m in metrics],
+            f"{b.eval_tokens_per_second:,.0f}" if b.eval_tokens_per_second else b.error or "—",
         ]
-        for b in record["buckets"]
+        for b in record.buckets
     ]
-    scores = record["scores"]
-    for split in ("ID", "OOD", "all"):
-        if split in scores:
-            rows.append([{"ID": "ID score", "OOD": "OOD score", "all": "whole set"}[split], "", "", *[value(scores[split], m) for m in metrics], ""])
+    scores = record.scores
+    for split in ("ID", "OOD", "all")[: 3 if scores.all is not None else 2]:  # the whole set: text metrics, when every bucket was scored
+        rows.append([{"ID": "ID score", "OOD": "OOD score", "all": "whole set"}[split], "", "", *[value(scores.split(split), m) for m in metrics], ""])
     print(tabulate(rows, headers=["bucket", "split", "n", *metrics, "eval tok/s"], disable_numparse=True))
-    if scores["unscored"]:
-        print(f"not scored: bucket(s) {', '.join(scores['unscored'])} (see eval tok/s); the scores of their splits are left out")
-    training, parameters = record["training"], record["parameters"]
-    validated = training["curve"][-1]["validation"].get(record["task"]["metrics"]["primary"]) if training.get("curve") else None
+    if scores.unscored:
+        print(f"not scored: bucket(s) {', '.join(scores.unscored)} (see eval tok/s); the scores of their splits are left out")
+    training, parameters = record.training, record.parameters
+    validated = training.curve[-1].validation.get(primary) if training.curve else None
     on_validation = "" if validated is None else f", {format(validated, digits)} on the ID validation set, not the evaluation set above"
-    if training["target"] is None:
+    if training.target is None:
         stop = "no ID target"
-    elif training["steps_to_target"] is None:
-        stop = f"ID target {training['target']:g} NOT reached{on_validation}: not ranked on OOD"
+    elif training.steps_to_target is None:
+        stop = f"ID target {training.target:g} NOT reached{on_validation}: not ranked on OOD"
     else:
-        stop = f"ID target {training['target']:g} reached{on_validation}"
+        stop = f"ID target {training.target:g} reached{on_validation}"
     print(
-        f"\ntraining: {training['steps']} of at most {training['step_cap']} steps ({stop}) in {training['wall_seconds']:.0f} s, "
-        f"{training['tokens_per_second']:,.0f} tok/s, final loss {training['final_loss']:.4f}, "
-        f"peak memory {training['peak_memory_mb']:.0f} MB ({training['memory_kind']})"
+        f"\ntraining: {training.steps} of at most {training.step_cap} steps ({stop}) in {training.wall_seconds:.0f} s, "
+        f"{training.tokens_per_second:,.0f} tok/s, final loss {training.final_loss:.4f}, "
+        f"peak memory {training.peak_memory_mb:.0f} MB ({training.memory_kind})"
     )
     print(f"parameters: {parameters['total']:,} total, {parameters['encoding']:,} in the encoding")
     print(f"record: {path}")
@@ -264,7 +264,7 @@ def command_plan(args) -> int:
     from .results import tables
     from .validity import render_plan
 
-    print(render_plan(tables([record for record in records if record.get("status") == "ok"])), end="")
+    print(render_plan(tables([record for record in records if record.status == "ok"])), end="")
     return 0
 
 
@@ -276,7 +276,7 @@ def command_report(args) -> int:
     records, skipped = load_records(args.results)
     for path, reason in skipped:
         print(f"pebench report: skipping {path}: {reason}", file=sys.stderr)
-    if not any(record.get("status") == "ok" for record in records):
+    if not any(record.status == "ok" for record in records):
         hint = "run `pebench run --encoding E --task T` first"
         if record_files(args.results.parent) and args.results.name == RUNS:  # given the runs/ folder itself
             hint = f"{args.results} is a runs/ folder: give the results folder that holds it, `pebench report {args.results.parent}`"

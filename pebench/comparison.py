@@ -26,6 +26,7 @@ from tabulate import tabulate
 from .leaderboards import overall_groups, ranked_runs
 from .records import card_identity
 from .results import Tables, tables
+from .run_record import RunRecord
 from .validity import compare
 from .verdicts import judge_pairs
 
@@ -35,16 +36,16 @@ class Pooled:
     """The user's records and the baseline records that join them; ``left_out``: per task, how
     many baseline records were left out because their task card differs from the user's."""
 
-    records: list[dict]
+    records: list[RunRecord]
     candidates: list[str]
     left_out: dict[str, int]
 
 
-def _key(record: dict) -> tuple:
-    return record["task"]["name"], record["encoding"]["name"], record["seed"], record.get("config", "")
+def _key(record: RunRecord) -> tuple:
+    return record.task["name"], record.encoding["name"], record.seed, record.config or ""
 
 
-def pool(user: list[dict], baseline: list[dict]) -> Pooled:
+def pool(user: list[RunRecord], baseline: list[RunRecord]) -> Pooled:
     """The successful user records, and the successful baseline records of the tasks the user
     ran, at the user's task card, that the user's records do not replace; the candidates are the
     user's encodings the baseline has no record of.
@@ -53,22 +54,22 @@ def pool(user: list[dict], baseline: list[dict]) -> Pooled:
         ValueError: when the user has no successful record, or ran one task with two cards
             (the comparison would not know which card the baseline must match).
     """
-    user = [r for r in user if r.get("status") == "ok"]
+    user = [r for r in user if r.status == "ok"]
     if not user:
         raise ValueError("no successful run among your records: run `pebench sweep --encodings YOURS ...` first")
     cards: dict[str, dict] = {}
     for record in user:
-        identity = card_identity(record["task"])
-        name = record["task"]["name"]
+        identity = card_identity(record.task)
+        name = record.task["name"]
         if cards.setdefault(name, identity) != identity:
             raise ValueError(f"your records of task '{name}' come from two different task cards; compare one card at a time (a results folder each)")
-    baseline = [r for r in baseline if r.get("status") == "ok" and r["task"]["name"] in cards]
-    same_card = [card_identity(r["task"]) == cards[r["task"]["name"]] for r in baseline]
+    baseline = [r for r in baseline if r.status == "ok" and r.task["name"] in cards]
+    same_card = [card_identity(r.task) == cards[r.task["name"]] for r in baseline]
     mine = {_key(r) for r in user}
     joined = [r for r, same in zip(baseline, same_card) if same and _key(r) not in mine]
-    left_out = Counter(r["task"]["name"] for r, same in zip(baseline, same_card) if not same)
-    known = {r["encoding"]["name"] for r in baseline}
-    candidates = sorted({r["encoding"]["name"] for r in user} - known)
+    left_out = Counter(r.task["name"] for r, same in zip(baseline, same_card) if not same)
+    known = {r.encoding["name"] for r in baseline}
+    candidates = sorted({r.encoding["name"] for r in user} - known)
     return Pooled(user + joined, candidates, dict(left_out))
 
 

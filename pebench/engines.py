@@ -33,6 +33,7 @@ from .data import DATA_ENV
 from .devices import resolve_device
 from .execution import Planned
 from .records import write_record
+from .run_record import RunRecord
 
 ENGINES = ("local", "ray", "slurm")
 
@@ -68,7 +69,7 @@ class EngineOptions:
             )
 
 
-OnRecord = Callable[[int, dict], None]
+OnRecord = Callable[[int, RunRecord], None]
 
 
 def run_cells(cells: list[Planned], options: EngineOptions, progress: bool, on_record: OnRecord) -> None:
@@ -95,7 +96,7 @@ def run_remote_cell(
     threads: int,
     write: bool,
     save_checkpoint: bool = False,
-) -> dict:
+) -> RunRecord:
     """One cell on an engine's worker: planned again from its names (the cards as this machine
     has them), measured with ``threads`` torch threads, its record returned (and written when
     ``write``, on an engine with a shared results folder)."""
@@ -144,8 +145,7 @@ def _ray(cells: list[Planned], options: EngineOptions, progress: bool, on_record
             try:
                 record = ray.get(done)
             except ray.exceptions.RayError as error:  # the worker died (killed, out of memory) or Ray failed it
-                record = execution.record_failure(cells[index].new_record(), error)
-                record["error"]["message"] = f"the Ray worker failed: {_first_line(error)}"
+                record = execution.record_failure(cells[index].new_record(), error, f"the Ray worker failed: {_first_line(error)}")
             write_record(cells[index].path, record)
             on_record(index, record)
     finally:
@@ -170,8 +170,7 @@ def _slurm(cells: list[Planned], options: EngineOptions, progress: bool, on_reco
         try:
             record = job.result()
         except Exception as error:  # the job died without a record: submitit says why
-            record = execution.record_failure(cells[index].new_record(), error)
-            record["error"]["message"] = f"the job {job.job_id} failed: {_first_line(error)}"
+            record = execution.record_failure(cells[index].new_record(), error, f"the job {job.job_id} failed: {_first_line(error)}")
             write_record(cells[index].path, record)
         on_record(index, record)
 

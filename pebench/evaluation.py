@@ -42,6 +42,7 @@ from .metrics import exact_match, sequence_accuracy, text_scores
 from .model import PAD, Transformer
 from .perplexity import score_length
 from .protocol import Protocol
+from .run_record import BucketResult, LengthScore, Scores, SplitScores
 from .tasks.base import Example, LengthBucket
 
 SAMPLES = 3  # examples shown per bucket in the record
@@ -172,29 +173,25 @@ class Scorer(ABC):
         self.signatures: dict[str, str] = {}
 
     @abstractmethod
-    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
-        """The record's entry of one bucket (``index`` 0: the ID bucket), and what was scored of
-        each of its examples (empty when the encoding cannot represent the bucket, or when the
-        kind scores a text, not examples)."""
+    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[BucketResult, list]:
+        """The result of one bucket (``index`` 0: the ID bucket), and what was scored of each of
+        its examples (empty when the encoding cannot represent the bucket, or when the kind
+        scores a text, not examples)."""
 
     @abstractmethod
-    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> Scores:
         """The ID validation score of every metric of the card."""
 
-    def split_score(self, entries: list[dict], examples: list[Example], scored: list) -> dict[str, float | None]:
-        """The score of a split made of bucket ``entries`` (their examples and scores given
-        flat): the mean over their lengths (Delétang et al. 2023, sec. 4)."""
-        lengths = [length for entry in entries for length in entry["lengths"]]
-        return {name: round(sum(length["metrics"][name] for length in lengths) / len(lengths), 5) for name in self.protocol.metrics}
+    def split_score(self, lengths: list[LengthScore], examples: list[Example], scored: list) -> Scores:
+        """The score of a split made of the per-length scores ``lengths`` (its examples and what
+        was scored of them given flat): the mean over its lengths (Delétang et al. 2023, sec. 4)."""
+        return {name: round(sum(length.metrics[name] for length in lengths) / len(lengths), 5) for name in self.protocol.metrics}
 
-    def _entry(self, model: Transformer, bucket: LengthBucket, index: int, longest: int) -> dict:
-        """A bucket entry's head; lets the encoding plan for the ``longest`` sequence first (e.g.
-        switch RoPE scaling on) and records the plan when there is one."""
-        entry = {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0}
+    def _head(self, model: Transformer, bucket: LengthBucket, index: int, longest: int, n: int) -> dict:
+        """A bucket result's head (its fields); lets the encoding plan for the ``longest``
+        sequence first (e.g. switch RoPE scaling on) and records the plan when there is one."""
         state = model.encoding.plan(longest)
-        if state:
-            entry["encoding_state"] = state
-        return entry
+        return {"bucket": bucket.label, "lo": bucket.lo, "hi": bucket.hi, "in_distribution": index == 0, "encoding_state": state or None, "n": n}
 
 
 class ExampleScorer(Scorer):
@@ -208,7 +205,7 @@ class ExampleScorer(Scorer):
         forced = teacher_forced_accuracy(model, self.protocol, examples, device) if "teacher_forced_accuracy" in self.protocol.metrics else None
         return outputs, example_metrics(self.protocol, examples, outputs, forced)
 
-    def pooled(self, examples: list[Example], scored: list) -> dict[str, float | None]:
+    def pooled(self, examples: list[Example], scored: list) -> Scores:
         """One score per metric over ``examples``: the mean over examples."""
         return {name: round(value, 5) for name, value in _mean_rows(scored).items()}
 
@@ -217,51 +214,51 @@ class ExampleScorer(Scorer):
         symbols = [i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL]
         return " ".join([self.protocol.task.symbols[i] for i in symbols] + ["<eos>"] * (EOS in ids))
 
-    def per_length(self, examples: list[Example], scored: list) -> list[dict]:
-        """One entry per length: the length, its number of examples and its scores."""
-        return [
-            {"length": length, "n": len(indices), "metrics": self.pooled([examples[i] for i in indices], [scored[i] for i in indices])}
+    def per_length(self, examples: list[Example], scored: list) -> tuple[LengthScore, ...]:
+        """The scores of each length: its number of examples and their scores."""
+        return tuple(
+            LengthScore(length, len(indices), self.pooled([examples[i] for i in indices], [scored[i] for i in indices]))
             for length, indices in _group_by_length(examples).items()
-        ]
+        )
 
-    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
+    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[BucketResult, list]:
         """Plans for the bucket's longest target-length sequence (not the output cap); counts
         the outputs that stopped at the decoding cap, where there is one."""
-        entry = {**self._entry(model, bucket, index, max(self.protocol.gold_length(e) for e in examples)), "n": len(examples)}
+        head = self._head(model, bucket, index, max(self.protocol.gold_length(e) for e in examples), len(examples))
         try:
             with seeded(f"{self.protocol.eval_seed}:{bucket.label}", device):
                 outputs, scored = self.outputs(model, examples, device)
         except PositionLimitError as error:
-            return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
-        entry.update(
+            return BucketResult(**head, error=str(error)), []
+        result = BucketResult(
+            **head,
             metrics=self.pooled(examples, scored),
             eval_tokens_per_second=round(outputs.processed / outputs.seconds, 1),
             lengths=self.per_length(examples, scored),
             samples=self._samples(examples, outputs),
+            capped=outputs.capped if self.protocol.kind.decoded else None,  # outputs that stopped at the decoding cap, without EOS
         )
-        if self.protocol.kind.decoded:  # outputs that stopped at the decoding cap, without EOS
-            entry["capped"] = outputs.capped
-        return entry, scored
+        return result, scored
 
-    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> Scores:
         """The validation set scored as a split (mean over its lengths, or its corpus score);
         randomness seeded from the validation seed."""
         model.encoding.plan(max(self.protocol.gold_length(e) for e in examples))
         with seeded(f"{self.protocol.validation_seed}:validation", device):
             _, scored = self.outputs(model, examples, device)
-        return self.split_score([{"lengths": self.per_length(examples, scored)}], examples, scored)
+        return self.split_score(list(self.per_length(examples, scored)), examples, scored)
 
-    def _samples(self, examples: list[Example], outputs: Outputs) -> list[dict]:
+    def _samples(self, examples: list[Example], outputs: Outputs) -> tuple[dict, ...]:
         """The first few examples as text: source, target (the reference, for text tasks) and
         the model's output."""
 
         def target(e: Example) -> str:
             return e.reference or self.text(target_tokens(e, self.protocol.model.architecture))
 
-        return [
+        return tuple(
             {"source": self.text([i + FIRST_SYMBOL for i in e.source]), "target": target(e), "output": self.text(o)}
             for e, o in list(zip(examples, outputs.tokens))[:SAMPLES]
-        ]
+        )
 
 
 class TextScorer(ExampleScorer):
@@ -279,12 +276,12 @@ class TextScorer(ExampleScorer):
     def text(self, ids: list[int]) -> str:
         return self.protocol.task.detokenize([i - FIRST_SYMBOL for i in ids if i >= FIRST_SYMBOL])
 
-    def pooled(self, examples: list[Example], scored: list) -> dict[str, float | None]:
+    def pooled(self, examples: list[Example], scored: list) -> Scores:
         """The corpus score of each text metric over ``examples``' outputs."""
         scores, self.signatures = text_scores(scored, [e.reference for e in examples], self.protocol.metrics)
         return scores
 
-    def split_score(self, entries: list[dict], examples: list[Example], scored: list) -> dict[str, float | None]:
+    def split_score(self, lengths: list[LengthScore], examples: list[Example], scored: list) -> Scores:
         """The corpus score over all the split's sentences."""
         return self.pooled(examples, scored)
 
@@ -293,29 +290,30 @@ class LanguageModelScorer(Scorer):
     """A language model, scored on its task's text by perplexity at each evaluation length (a
     bucket [N, N]): both evaluations of :mod:`pebench.perplexity`."""
 
-    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[dict, list]:
+    def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[BucketResult, list]:
         """The loss by position, evaluation tokens/s (tokens read, both evaluations); no score
         (with the error) where the encoding cannot represent N."""
         length = bucket.hi
         tokens = self.protocol.task.evaluation_ids
-        entry = {**self._entry(model, bucket, index, length), "n": len(tokens) - 1}  # every target scored once, in each evaluation
+        head = self._head(model, bucket, index, length, len(tokens) - 1)  # every target scored once, in each evaluation
         tick = time.perf_counter()
         try:
             with seeded(f"{self.protocol.eval_seed}:{bucket.label}", device):
                 metrics, positions, read = score_length(model, tokens, length, min(self.protocol.task.stride, length), self._batch_tokens(), device)
         except PositionLimitError as error:
-            return {**entry, "metrics": None, "eval_tokens_per_second": None, "error": str(error)}, []
+            return BucketResult(**head, error=str(error)), []
         sync_device(device)
         seconds = time.perf_counter() - tick
-        return {
-            **entry,
-            "metrics": metrics,
-            "eval_tokens_per_second": round(read / seconds, 1),
-            "lengths": [{"length": length, "n": entry["n"], "metrics": metrics}],
-            "loss_by_position": positions,
-        }, []
+        result = BucketResult(
+            **head,
+            metrics=metrics,
+            eval_tokens_per_second=round(read / seconds, 1),
+            lengths=(LengthScore(length, head["n"], metrics),),
+            loss_by_position=tuple(positions),
+        )
+        return result, []
 
-    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+    def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> Scores:
         """Perplexity on the task's validation text at the training length."""
         length = self.protocol.train_length()
         model.encoding.plan(length)
@@ -335,33 +333,38 @@ def scorer_for(protocol: Protocol) -> Scorer:
     return SCORERS[protocol.kind.name](protocol)
 
 
-def evaluate(model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device) -> tuple[list[dict], dict]:
-    """Every bucket's entry, and the run's ``scores``: ``ID`` and ``OOD`` (and, for text
-    metrics, ``all``: the whole evaluation set), each None when a bucket of it could not be
-    scored; ``unscored``: the labels of such buckets; for text metrics that were scored,
-    ``signatures``: sacrebleu's signature of each."""
+SPLIT_FIELDS = {"ID": "id", "OOD": "ood", "all": "all"}  # a split's name -> its SplitScores field
+
+
+def evaluate(
+    model: Transformer, protocol: Protocol, sets: dict[LengthBucket, list[Example]], device: torch.device
+) -> tuple[tuple[BucketResult, ...], SplitScores]:
+    """Every bucket's result, and the run's split scores: ID and OOD (and, for text metrics,
+    ``all``: the whole evaluation set), each None when a bucket of it could not be scored;
+    ``unscored``: the labels of such buckets; for text metrics that were scored, ``signatures``:
+    sacrebleu's signature of each."""
     scorer = scorer_for(protocol)
-    entries, scored_by_bucket = [], []
+    results, scored_by_bucket = [], []
     for index, (bucket, examples) in enumerate(sets.items()):
-        entry, scored = scorer.bucket(model, bucket, index, examples, device)
-        entries.append(entry)
+        result, scored = scorer.bucket(model, bucket, index, examples, device)
+        results.append(result)
         scored_by_bucket.append(scored)
     examples_by_bucket = list(sets.values())
-    splits = {"ID": [0], "OOD": list(range(1, len(entries))), **{split: list(range(len(entries))) for split in scorer.splits}}
-    scores: dict = {"unscored": [entry["bucket"] for entry in entries if entry["metrics"] is None]}
+    splits = {"ID": [0], "OOD": list(range(1, len(results))), **{split: list(range(len(results))) for split in scorer.splits}}
+    scores = {}
     for split, indices in splits.items():
-        if not indices or any(entries[i]["metrics"] is None for i in indices):
-            scores[split] = None
+        if not indices or any(results[i].metrics is None for i in indices):
+            scores[SPLIT_FIELDS[split]] = None
             continue
+        lengths = [length for i in indices for length in results[i].lengths]
         flat_examples = [e for i in indices for e in examples_by_bucket[i]]
         flat_scores = [s for i in indices for s in scored_by_bucket[i]]
-        scores[split] = scorer.split_score([entries[i] for i in indices], flat_examples, flat_scores)
-    if scorer.signatures:
-        scores["signatures"] = scorer.signatures
-    return entries, scores
+        scores[SPLIT_FIELDS[split]] = scorer.split_score(lengths, flat_examples, flat_scores)
+    unscored = tuple(result.bucket for result in results if result.metrics is None)
+    return tuple(results), SplitScores(unscored=unscored, signatures=scorer.signatures or None, **scores)
 
 
-def validate(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> dict[str, float | None]:
+def validate(model: Transformer, protocol: Protocol, examples: list[Example], device: torch.device) -> Scores:
     """The ID validation score of every metric of the card (mean over the validation lengths,
     or the corpus score; a language model's perplexity on its validation text at the training
     length), with its randomness seeded from the validation seed."""

@@ -27,6 +27,7 @@ from .distributed import Distributed
 from .protocol import Protocol, apply_overrides, resolve
 from .records import card_identity, git_commit, json_safe, new_record, record_path, write_record
 from .registry import ENCODINGS, TASKS, PluginConflictError, UnknownNameError, origin, plugin, same_code
+from .run_record import RunRecord
 from .train import RunSetup, run, set_up
 
 BAD_INPUT = (UnknownNameError, PluginConflictError, ValueError, TypeError, RuntimeError, DataNotFoundError)
@@ -52,7 +53,7 @@ class Planned:
     def label(self) -> str:
         return f"{self.task['name']}/{self.encoding['name']}/seed{self.seed}"
 
-    def matches(self, record: dict) -> bool:
+    def matches(self, record: RunRecord) -> bool:
         """True when ``record`` was made from these resolved cards (the plugin's defaults
         included, so a changed default makes the record stale) by the current code of its
         encoding and task plugins (:func:`pebench.registry.same_code`: pebench's own by their
@@ -60,20 +61,19 @@ class Planned:
         version and source hash too). Descriptions and references are prose and do not count,
         nor does the spelling of the overrides."""
         return (
-            card_identity(record.get("task", {})) == card_identity(self.task)
-            and card_identity(record.get("encoding", {})) == card_identity(self.encoding)
-            and same_code(record.get("plugin"), self.encoding_code())
-            and same_code(record.get("task_plugin"), origin(TASKS, self.task["family"]))
+            card_identity(record.task) == card_identity(self.task)
+            and card_identity(record.encoding) == card_identity(self.encoding)
+            and same_code(record.plugin, self.encoding_code())
+            and same_code(record.task_plugin, origin(TASKS, self.task["family"]))
         )
 
     def encoding_code(self) -> dict:
         """The encoding plugin's :func:`pebench.registry.origin` and ``revision``."""
         return {**origin(ENCODINGS, self.encoding["plugin"]), "revision": plugin(ENCODINGS, self.encoding["plugin"]).revision}
 
-    def new_record(self) -> dict:
+    def new_record(self) -> RunRecord:
         """The header of this run's record."""
-        record = new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, self.encoding_code())
-        return {**record, "task_plugin": origin(TASKS, self.task["family"])}
+        return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, self.encoding_code(), origin(TASKS, self.task["family"]))
 
 
 def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path, resolved: dict | None = None) -> Planned:
@@ -124,7 +124,7 @@ def measure(
     prepared: tuple[RunSetup, float] | None = None,
     distributed: Distributed | None = None,
     log_to: str | None = None,
-) -> dict:
+) -> RunRecord:
     """The run's record, ``ok`` or ``failed`` with its error (a set-up that fails too: missing
     data, a plugin that raises), not yet written: the set-up (:func:`prepare`, unless ``prepared``
     gives it), training and evaluation. With ``save_checkpoint``, a successful run's weights are
@@ -133,14 +133,13 @@ def measure(
     try:
         setup, data_seconds = prepared or prepare(planned)
         with training_log(planned, log_to if distributed is None or distributed.is_main else None) as log:
-            record.update(run(planned.protocol, setup, planned.seed, device, progress, distributed, log))
-        record["stages"] = {"data_seconds": round(data_seconds, 2), **record.get("stages", {})}
+            measured = run(planned.protocol, setup, planned.seed, device, progress, distributed, log)
+        measured["stages"] = {"data_seconds": round(data_seconds, 2), **measured.get("stages", {})}
         if save_checkpoint and (distributed is None or distributed.is_main):
-            record["checkpoint"] = checkpoints.save(setup.model, planned.path)
-        record["status"] = "ok"
+            measured["checkpoint"] = checkpoints.save(setup.model, planned.path)
+        return record.with_measurements(**measured)
     except Exception as error:  # recorded, so a sweep can go on
-        record_failure(record, error)
-    return record
+        return record_failure(record, error)
 
 
 def execute(
@@ -152,7 +151,7 @@ def execute(
     save_checkpoint: bool = False,
     distributed: Distributed | None = None,
     log_to: str | None = None,
-) -> dict:
+) -> RunRecord:
     """Train and evaluate (:func:`measure`), then write the record (``ok`` or ``failed``; in a
     torchrun job, rank 0 alone); return it."""
     record = measure(planned, device, progress, save_checkpoint, (setup, data_seconds), distributed, log_to)
@@ -189,7 +188,6 @@ def training_log(planned: Planned, logger: str | None):
         writer.close()
 
 
-def record_failure(record: dict, error: BaseException) -> dict:
-    """Mark ``record`` failed with ``error``'s type, message and traceback."""
-    record.update(status="failed", error={"type": type(error).__name__, "message": str(error), "traceback": traceback.format_exc()})
-    return record
+def record_failure(record: RunRecord, error: BaseException, message: str | None = None) -> RunRecord:
+    """``record`` failed with ``error``'s type, message (or ``message``) and traceback."""
+    return record.failed({"type": type(error).__name__, "message": str(error) if message is None else message, "traceback": traceback.format_exc()})

@@ -1,4 +1,5 @@
-"""Run records: one JSON file per run, written atomically, loaded into pandas.
+"""Run records on disk: one JSON file per run (a :class:`pebench.run_record.RunRecord`),
+validated and written atomically, read back into the same type.
 
 Path: ``<results>/runs/<task>/<encoding>/seed<k>.json``; a run whose resolved settings differ
 from the cards' (``--set``) is another configuration and gets ``seed<k>-<hash>.json``, the hash
@@ -28,6 +29,7 @@ import jsonschema
 
 from . import __version__, layout
 from .cards import settings_hash
+from .run_record import RunRecord
 from .versions import PROTOCOL_VERSION, SCHEMA_VERSION
 
 
@@ -71,36 +73,40 @@ def card_identity(card: dict) -> dict:
     return {key: value for key, value in stored.items() if key not in PROSE}
 
 
-def new_record(task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict, plugin: dict) -> dict:
-    """The header of a run record; the run fills in the rest. ``overrides`` are the user's
+def new_record(
+    task_card: dict, encoding_card: dict, seed: int, overrides: list[str], settings: dict, plugin: dict, task_plugin: dict | None = None
+) -> RunRecord:
+    """The header of a run record, ``running``; the run completes it
+    (:meth:`~pebench.run_record.RunRecord.with_measurements`). ``overrides`` are the user's
     ``--set`` words as given, ``settings`` what they changed (the configuration's identity),
     ``plugin`` the package that provides the encoding, its version and the plugin's
-    ``revision``."""
-    return {
-        "schema": SCHEMA_VERSION,
-        "protocol": PROTOCOL_VERSION,
-        "pebench_version": __version__,
-        "git_commit": git_commit(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "task": task_card,
-        "encoding": encoding_card,
-        "plugin": plugin,
-        "overrides": list(overrides),
-        "settings": settings,
-        "config": settings_hash(settings),
-        "seed": seed,
-        "status": "running",
-    }
+    ``revision``; ``task_plugin`` the task family's package."""
+    return RunRecord(
+        schema=SCHEMA_VERSION,
+        protocol=PROTOCOL_VERSION,
+        pebench_version=__version__,
+        git_commit=git_commit(),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        task=task_card,
+        encoding=encoding_card,
+        plugin=plugin,
+        overrides=tuple(overrides),
+        settings=settings,
+        config=settings_hash(settings),
+        seed=seed,
+        status="running",
+        task_plugin=task_plugin,
+    )
 
 
-def write_record(path: Path, record: dict) -> None:
+def write_record(path: Path, record: RunRecord) -> None:
     """Write ``record`` to ``path`` atomically (:func:`write_atomically`).
 
     Raises:
         ValueError: for a successful run's record that breaks the record schema (nothing written).
     """
-    text = json.dumps(json_safe(record), indent=2, allow_nan=False) + "\n"  # fails before any file exists
-    problem = record_problem(json.loads(text)) if record.get("status") == "ok" else None
+    text = json.dumps(json_safe(record.to_json()), indent=2, allow_nan=False) + "\n"  # fails before any file exists
+    problem = record_problem(json.loads(text)) if record.status == "ok" else None
     if problem:
         raise ValueError(f"pebench made a record that breaks its schema, {problem}; nothing was written to {path}")
     write_atomically(path, text)
@@ -144,31 +150,47 @@ def check_writable(results: Path) -> None:
         raise ValueError(f"cannot write run records under {runs}: {error.strerror or error}; choose another folder with --results") from None
 
 
-def is_complete(record: dict) -> bool:
+def is_complete(record: RunRecord) -> bool:
     """True for a finished, successful record of this schema with every bucket and its scores."""
     return (
-        record.get("schema") == SCHEMA_VERSION
-        and record.get("status") == "ok"
-        and "scores" in record
-        and len(record.get("buckets", [])) == len(record.get("task", {}).get("split", {}).get("buckets", [None]))
+        record.schema == SCHEMA_VERSION
+        and record.status == "ok"
+        and record.scores is not None
+        and len(record.buckets) == len(record.task.get("split", {}).get("buckets", [None]))
     )
 
 
-def load_records(results: Path) -> tuple[list[dict], list[tuple[Path, str]]]:
-    """Every record under ``<results>/runs`` that can be read as a record, and the files skipped,
-    each with the reason (unreadable, not JSON, not a record, a failed run)."""
+def read_record(path: Path) -> RunRecord:
+    """The record at ``path``, successful or not, as it is on disk (no schema check: see
+    :func:`record_problem`).
+
+    Raises:
+        ValueError: for a file that cannot be read, is not JSON, or is not a run record.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+        return RunRecord.from_json(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"cannot read the record {path}: {error}") from None
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path} is not a run record ({type(error).__name__}: {error})") from None
+
+
+def load_records(results: Path) -> tuple[list[RunRecord], list[tuple[Path, str]]]:
+    """Every record under ``<results>/runs`` that can be reported, and the files skipped, each
+    with the reason (unreadable, not JSON, not a record, a failed run)."""
     records, skipped = [], []
     for path in layout.record_files(results):
         try:
-            record = json.loads(path.read_text())
+            data = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             skipped.append((path, f"unreadable: {error}"))
             continue
-        problem = record_problem(record)
+        problem = record_problem(data)
         if problem:
             skipped.append((path, problem))
             continue
-        records.append(record)
+        records.append(RunRecord.from_json(data))
     return records, skipped
 
 

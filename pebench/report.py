@@ -14,6 +14,7 @@ from .cards import suite_levels
 from .leaderboards import boards_of, overall_groups, ranked_runs, suite_scores
 from .plots import plot, plot_curves, plot_positions
 from .results import Tables, legend, tables
+from .run_record import RunRecord
 from .tables import CHOMSKY_TITLE, FORMATS, overall_csv, render, render_latex, render_overall, render_overall_latex, render_run_times, render_suite
 from .validity import validity_section
 
@@ -23,7 +24,7 @@ def report_name(runs: pd.DataFrame) -> str:
     return runs["table"].iloc[0] + (".protocol1" if runs["protocol"].iloc[0] == 1 else "")
 
 
-def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | None = None, highlight: frozenset[str] = frozenset()) -> dict[str, str]:
+def write_reports(records: list[RunRecord], out: Path, throughput: pd.DataFrame | None = None, highlight: frozenset[str] = frozenset()) -> dict[str, str]:
     """Write, for every table, ``<out>/<name>.{md,html}`` (the rendered leaderboards), ``<name>.tex``
     (the primary metric's, one LaTeX table, :func:`pebench.tables.render_latex`),
     ``<name>.csv`` (every metric, a ``metric`` column) and ``<name>.png``; ``overall.*``; the
@@ -57,7 +58,7 @@ def write_reports(records: list[dict], out: Path, throughput: pd.DataFrame | Non
     return printed
 
 
-def _write_all(table: Tables, records: list[dict], out: Path, throughput: pd.DataFrame | None, highlight: frozenset[str]) -> dict[str, str]:
+def _write_all(table: Tables, records: list[RunRecord], out: Path, throughput: pd.DataFrame | None, highlight: frozenset[str]) -> dict[str, str]:
     printed = {}
     for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != 2, item[0][0])):
         name = report_name(runs)

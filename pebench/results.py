@@ -34,6 +34,7 @@ from .cards import parse_value, settings_hash
 from .layout import USER_RESULTS
 from .records import load_records
 from .registry import code_key
+from .run_record import RunRecord
 
 
 @dataclass
@@ -46,12 +47,12 @@ class Tables:
     capped: pd.DataFrame  # (run, bucket, capped): outputs stopped at the decoding cap without EOS, where not 0
 
 
-def _settings(record: dict) -> dict:
+def _settings(record: RunRecord) -> dict:
     """The record's changed settings; for protocol 1 records, read from their overrides."""
-    if "settings" in record:
-        return record["settings"]
+    if record.settings is not None:
+        return dict(record.settings)
     parsed = {}
-    for override in record.get("overrides", []):
+    for override in record.overrides:
         key, _, raw = override.partition("=")
         parsed[key.strip()] = parse_value(raw.strip())
     return dict(sorted(parsed.items()))
@@ -68,29 +69,25 @@ def _label(name: str, settings: dict) -> str:
     return f"{name}@{config}" if config else name
 
 
-def protocol_of(record: dict) -> int:
-    return record.get("protocol", 1)
-
-
-def plugin_code(record: dict) -> str:
+def plugin_code(record: RunRecord) -> str:
     """The code of the encoding plugin that made ``record`` (:func:`pebench.registry.code_key`)
     in a row label's words: ``r<revision>`` for pebench's own plugins, ``<version>+<source
     hash>`` for another distribution's (``<version>`` in records older than the hash)."""
-    key = code_key(record.get("plugin"))
+    key = code_key(record.plugin)
     if len(key) == 2:
         return f"r{key[1]}"
     _, _, version, source = key
     return f"{version}" + (f"+{source[:8]}" if source else "")
 
 
-def _labels(records: list[dict]) -> list[tuple[str, str]]:
+def _labels(records: list[RunRecord]) -> list[tuple[str, str]]:
     """(table, encoding row) labels of ``records``; an encoding whose records in one table come
     from two plugin codes (:func:`plugin_code`) gets a row per code, ``name [code]``, so that a
     row never pools two versions of a plugin."""
     labels = []
     for record in records:
         task_settings, encoding_settings = split_settings(_settings(record))
-        labels.append((_label(record["task"]["name"], task_settings), _label(record["encoding"]["name"], encoding_settings)))
+        labels.append((_label(record.task["name"], task_settings), _label(record.encoding["name"], encoding_settings)))
     code = [plugin_code(record) for record in records]
     codes: dict[tuple[str, str], set[str]] = {}
     for label, one in zip(labels, code):
@@ -98,31 +95,28 @@ def _labels(records: list[dict]) -> list[tuple[str, str]]:
     return [(table, f"{encoding} [{one}]" if len(codes[table, encoding]) > 1 else encoding) for (table, encoding), one in zip(labels, code)]
 
 
-def tables(records: list[dict]) -> Tables:
+def tables(records: list[RunRecord]) -> Tables:
     """The six frames of the successful records among ``records`` (see the module docstring)."""
     runs, scores, lengths, positions, curves, capped = [], [], [], [], [], []
-    records = [record for record in records if record.get("status") == "ok"]
+    records = [record for record in records if record.status == "ok"]
     for record, (table, encoding) in zip(records, _labels(records)):
-        run = f"{table}/{encoding}/seed{record['seed']}"
+        run = f"{table}/{encoding}/seed{record.seed}"
         runs.append(_run_row(record, run, table, encoding))
         scores += [{"run": run, **row} for row in _score_rows(record)]
         lengths += [
-            {"run": run, "bucket": bucket["bucket"], "length": entry["length"], "n": entry["n"], "metric": name, "value": value}
-            for bucket in record["buckets"]
-            for entry in bucket.get("lengths", [])
-            for name, value in entry["metrics"].items()
+            {"run": run, "bucket": bucket.bucket, "length": entry.length, "n": entry.n, "metric": name, "value": value}
+            for bucket in record.buckets
+            for entry in bucket.lengths
+            for name, value in entry.metrics.items()
         ]
         positions += [
-            {"run": run, "length": bucket["hi"], "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
-            for bucket in record["buckets"]
-            for piece in bucket.get("loss_by_position", [])
+            {"run": run, "length": bucket.hi, "position": (piece["from"] + piece["to"]) / 2, "loss": piece["loss"]}
+            for bucket in record.buckets
+            for piece in bucket.loss_by_position
         ]
-        capped += [{"run": run, "bucket": bucket["bucket"], "capped": bucket["capped"]} for bucket in record["buckets"] if bucket.get("capped")]
-        primary = record["task"]["metrics"]["primary"]
-        curves += [
-            {"run": run, "step": point["step"], "loss": point["loss"], "validation": point["validation"].get(primary)}
-            for point in record["training"].get("curve", [])
-        ]
+        capped += [{"run": run, "bucket": bucket.bucket, "capped": bucket.capped} for bucket in record.buckets if bucket.capped]
+        primary = record.task["metrics"]["primary"]
+        curves += [{"run": run, "step": point.step, "loss": point.loss, "validation": point.validation.get(primary)} for point in record.training.curve]
     columns = {
         "scores": ["run", "where", "order", "lo", "hi", "metric", "value"],
         "lengths": ["run", "bucket", "length", "n", "metric", "value"],
@@ -138,61 +132,57 @@ def tables(records: list[dict]) -> Tables:
     )
 
 
-def _run_row(record: dict, run: str, table: str, encoding: str) -> dict:
-    training, split = record["training"], record["task"]["split"]
-    target = training.get("target")
+def _run_row(record: RunRecord, run: str, table: str, encoding: str) -> dict:
+    training, split = record.training, record.task["split"]
     return {
         "run": run,
-        "task": record["task"]["name"],
+        "task": record.task["name"],
         "table": table,
-        "protocol": protocol_of(record),
+        "protocol": record.protocol,
         "encoding": encoding,
-        "card": record["encoding"]["name"],
-        "seed": record["seed"],
-        "learned": None if target is None else training.get("steps_to_target") is not None,
-        "target": target,
-        "steps": training["steps"],
-        "steps_to_target": training.get("steps_to_target"),
-        "wall_seconds": training["wall_seconds"],
-        "run_seconds": sum(record["stages"].values()) if record.get("stages") else float("nan"),
-        "final_loss": training["final_loss"],
-        "primary": record["task"]["metrics"]["primary"],
-        "metrics": tuple(record["task"]["metrics"]["names"]),
-        "architecture": record["model"]["architecture"],
+        "card": record.encoding["name"],
+        "seed": record.seed,
+        "learned": training.learned,
+        "target": training.target,
+        "steps": training.steps,
+        "steps_to_target": training.steps_to_target,
+        "wall_seconds": training.wall_seconds,
+        "run_seconds": sum(record.stages.values()) if record.stages else float("nan"),
+        "final_loss": training.final_loss,
+        "primary": record.task["metrics"]["primary"],
+        "metrics": tuple(record.task["metrics"]["names"]),
+        "architecture": record.model["architecture"],
         "unit": split.get("unit", "tokens"),
         "train_lo": split["train"][0],
         "train_hi": split["train"][1],
-        "encoding_parameters": record["parameters"]["encoding"],
-        "threads": record["environment"]["threads"],
-        "device": record["environment"]["device"],
-        "git_commit": record.get("git_commit"),
-        "plugin": f"{code_key(record.get('plugin'))[0]} {plugin_code(record)}",
-        "data_origin": record.get("data", {}).get("origin", "generated"),
+        "encoding_parameters": record.parameters["encoding"],
+        "threads": record.environment["threads"],
+        "device": record.environment["device"],
+        "git_commit": record.git_commit,
+        "plugin": f"{code_key(record.plugin)[0]} {plugin_code(record)}",
+        "data_origin": (record.data or {}).get("origin", "generated"),
     }
 
 
-def _score_rows(record: dict) -> list[dict]:
+def _score_rows(record: RunRecord) -> list[dict]:
     """ID, OOD and per-bucket rows; protocol 1's ID and OOD read from its buckets."""
-    names, rows = record["task"]["metrics"]["names"], []
-    for order, bucket in enumerate(record["buckets"], start=2):
-        hi = bucket["hi"] if bucket["hi"] is not None else float("inf")
-        rows += [
-            {"where": bucket["bucket"], "order": order, "lo": bucket["lo"], "hi": hi, "metric": name, "value": (bucket["metrics"] or {}).get(name)}
-            for name in names
-        ]
-    scores = record.get("scores") or _protocol1_scores(record, names)
-    for order, where in enumerate(("ID", "OOD")):
-        values = scores.get(where) or {}
-        rows += [{"where": where, "order": order, "lo": None, "hi": None, "metric": name, "value": values.get(name)} for name in names]
+    names, rows = record.task["metrics"]["names"], []
+    for order, bucket in enumerate(record.buckets, start=2):
+        hi = bucket.hi if bucket.hi is not None else float("inf")
+        metrics = bucket.metrics or {}
+        rows += [{"where": bucket.bucket, "order": order, "lo": bucket.lo, "hi": hi, "metric": name, "value": metrics.get(name)} for name in names]
+    split_scores = (record.scores.id, record.scores.ood) if record.scores is not None else _protocol1_scores(record, names)
+    for order, (where, values) in enumerate(zip(("ID", "OOD"), split_scores)):
+        rows += [{"where": where, "order": order, "lo": None, "hi": None, "metric": name, "value": (values or {}).get(name)} for name in names]
     return rows
 
 
-def _protocol1_scores(record: dict, names: list[str]) -> dict:
-    """Protocol 1's split scores: the ID bucket, and the plain mean of the OOD buckets (None when
-    one of them was not scored)."""
-    buckets = record["buckets"]
-    ood = [b["metrics"] for b in buckets if not b["in_distribution"]]
-    return {"ID": buckets[0]["metrics"] or {}, "OOD": {name: sum(m[name] for m in ood) / len(ood) for name in names} if ood and all(ood) else {}}
+def _protocol1_scores(record: RunRecord, names: list[str]) -> tuple[dict, dict]:
+    """Protocol 1's (ID, OOD) scores: the ID bucket, and the plain mean of the OOD buckets (empty
+    when one of them was not scored)."""
+    buckets = record.buckets
+    ood = [b.metrics for b in buckets if not b.in_distribution]
+    return buckets[0].metrics or {}, {name: sum(m[name] for m in ood) / len(ood) for name in names} if ood and all(ood) else {}
 
 
 def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
@@ -226,14 +216,14 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
     return wide.assign(length=wide["length"].where(wide["length"] >= 0)).merge(table.runs, on="run", how="left")
 
 
-def legend(records: list[dict]) -> dict[str, dict]:
+def legend(records: list[RunRecord]) -> dict[str, dict]:
     """Every ``name@<hash>`` label among ``records`` and the settings it stands for."""
     labels = {}
     for record in records:
-        if record.get("status") != "ok":
+        if record.status != "ok":
             continue
         task_settings, encoding_settings = split_settings(_settings(record))
-        for name, settings in ((record["task"]["name"], task_settings), (record["encoding"]["name"], encoding_settings)):
+        for name, settings in ((record.task["name"], task_settings), (record.encoding["name"], encoding_settings)):
             if settings:
                 labels[_label(name, settings)] = settings
     return dict(sorted(labels.items()))

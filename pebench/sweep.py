@@ -19,7 +19,6 @@ where it stopped.
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections import Counter
@@ -32,7 +31,8 @@ from . import engines, execution
 from .cards import suite_cards, suite_tasks
 from .engines import EngineOptions
 from .execution import Planned
-from .records import is_complete
+from .records import is_complete, read_record
+from .run_record import RunRecord
 
 
 @dataclass
@@ -76,15 +76,17 @@ def seeds(requested: str) -> list[int]:
 
 def state_of(planned: Planned) -> str:
     """The cell's state from its record on disk (see the module docstring)."""
+    if not planned.path.is_file():
+        return "missing"
     try:
-        record = json.loads(planned.path.read_text())
-    except (OSError, json.JSONDecodeError):
+        record = read_record(planned.path)
+    except ValueError:
         return "missing"
     if not planned.matches(record):
         return "stale"
     if is_complete(record):
         return "done"
-    return "failed" if record.get("status") == "failed" else "missing"
+    return "failed" if record.status == "failed" else "missing"
 
 
 def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], overrides: list[str], results: Path) -> list[Cell]:
@@ -122,13 +124,13 @@ def run_grid(cells: list[Cell], options: EngineOptions, retry_failed: bool, prog
     previous = signal.signal(signal.SIGTERM, _raise_stop)
     bar = tqdm(total=len(todo), desc="sweep", unit="run", disable=None if progress else True)  # None: off when stderr is not a terminal
 
-    def finished(index: int, record: dict) -> None:
+    def finished(index: int, record: RunRecord) -> None:
         bar.update(1)
         bar.set_postfix_str(todo[index].planned.label)
-        if record["status"] == "ok":
+        if record.status == "ok":
             summary["ok"] += 1
         else:
-            summary["failed"].append((todo[index].planned.label, f"{record['error']['type']}: {record['error']['message']}"))
+            summary["failed"].append((todo[index].planned.label, f"{record.error['type']}: {record.error['message']}"))
 
     try:
         engines.run_cells([cell.planned for cell in todo], options, progress, finished)

@@ -37,6 +37,7 @@ from .evaluation import evaluate, validate
 from .model import Transformer
 from .protocol import Protocol
 from .registry import build_encoding
+from .run_record import CurvePoint, TrainingSummary
 from .tasks.base import Example, LengthBucket
 
 TIMING_WARMUP_STEPS = 10
@@ -108,11 +109,11 @@ def train(
     progress: bool = True,
     distributed: Distributed | None = None,
     log: Callable[[str, float, int], None] | None = None,
-) -> dict:
+) -> TrainingSummary:
     """Train ``model`` on the protocol's training lengths until the ID validation target or the
     step cap; with ``distributed``, data-parallel across a torchrun job (rank 0 validates, every
-    rank stops where it stops: :mod:`pebench.distributed`). Returns the record's ``training``
-    part: steps run, the cap, the target, ``steps_to_target``, the curve (per validation: the
+    rank stops where it stops: :mod:`pebench.distributed`). Returns the record's training
+    summary: steps run, the cap, the target, ``steps_to_target``, the curve (per validation: the
     step, the mean training loss since the one before, the validation scores), wall seconds
     (validation included, and apart), tokens/s, final loss and peak memory. ``log(tag, value,
     step)`` receives every step's loss and every validation score (a TensorBoard writer's
@@ -167,12 +168,12 @@ def train(
             model.train()
             validation_seconds += time.perf_counter() - tick
             if failure is None:
-                window = losses[(curve[-1]["step"] if curve else 0) :]
-                curve.append({"step": step + 1, "loss": round(sum(window) / len(window), 5), "validation": scores})
+                window = losses[(curve[-1].step if curve else 0) :]
+                curve.append(CurvePoint(step + 1, round(sum(window) / len(window), 5), scores))
                 for name, value in scores.items():
                     if log is not None and value is not None:
                         log(f"validation/{name}", value, step + 1)
-                bar.set_postfix(loss=f"{curve[-1]['loss']:.3f}", validation=scores[protocol.primary])
+                bar.set_postfix(loss=f"{curve[-1].loss:.3f}", validation=scores[protocol.primary])
                 reached = config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target
         decision = STOP if reached else FAIL if failure is not None else GO_ON
         if distributed is not None:
@@ -183,18 +184,18 @@ def train(
             steps_to_target = step + 1
             break
     tail = losses[-max(1, len(losses) // 20) :]
-    return {
-        "steps": len(losses),
-        "step_cap": config.steps,
-        "target": config.target,
-        "steps_to_target": steps_to_target,
-        "wall_seconds": round(time.perf_counter() - start, 2),
-        "validation_seconds": round(validation_seconds, 2),
-        "tokens_per_second": round(timed_tokens / timed_seconds, 1) if timed_seconds else None,
-        "final_loss": round(sum(tail) / len(tail), 5),
-        "curve": curve,
+    return TrainingSummary(
+        steps=len(losses),
+        step_cap=config.steps,
+        target=config.target,
+        steps_to_target=steps_to_target,
+        wall_seconds=round(time.perf_counter() - start, 2),
+        validation_seconds=round(validation_seconds, 2),
+        tokens_per_second=round(timed_tokens / timed_seconds, 1) if timed_seconds else None,
+        final_loss=round(sum(tail) / len(tail), 5),
+        curve=tuple(curve),
         **_peak_memory(device),
-    }
+    )
 
 
 def _global_loss(loss: torch.Tensor, distributed: Distributed | None) -> float:
@@ -259,7 +260,7 @@ def run(
     log: Callable[[str, float, int], None] | None = None,
 ) -> dict:
     """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
-    record's measured parts: ``environment``, ``parameters``, ``model``, ``training``,
+    record's measured parts (fields of :class:`pebench.run_record.RunRecord`): ``environment``, ``parameters``, ``model``, ``training``,
     ``buckets``, ``scores`` (ID and OOD, :func:`pebench.evaluation.evaluate`), ``stages`` (wall
     seconds of training and evaluation), ``sequence_lengths`` (the longest training sequence
     and the longest sequence the model reads) and ``data`` (where real data came from).
@@ -277,16 +278,16 @@ def run(
         return {"training": training}  # rank 0 evaluates and writes the record
     tick = time.perf_counter()
     buckets, scores = evaluate(model, protocol, setup.sets, device)
-    for entry in buckets:
-        for name, value in (entry["metrics"] or {}).items():
+    for result in buckets:
+        for name, value in (result.metrics or {}).items():
             if value is not None:
-                finite(value, f"{name} on bucket {entry['bucket']}")
+                finite(value, f"{name} on bucket {result.bucket}")
     return {
         "environment": {**environment(device), **(distributed.describe() if distributed is not None else {})},
         "parameters": model.parameter_counts(),
         "model": asdict(protocol.model),
         "training": training,
-        "stages": {"train_seconds": training["wall_seconds"], "eval_seconds": round(time.perf_counter() - tick, 2)},
+        "stages": {"train_seconds": training.wall_seconds, "eval_seconds": round(time.perf_counter() - tick, 2)},
         "sequence_lengths": setup.sequence_lengths,
         "data": protocol.task.data,
         "buckets": buckets,

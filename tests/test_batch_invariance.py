@@ -34,7 +34,7 @@ def scores_by_batch_size(protocol, setup):
     for size in BATCH_SIZES:
         sized = dataclasses.replace(protocol, training=dataclasses.replace(protocol.training, eval_batch_size=size))
         entry, scored = scorer_for(sized).bucket(setup.model, bucket, 0, examples, torch.device("cpu"))
-        found[size] = (entry["metrics"], entry["lengths"], scored)
+        found[size] = (entry.metrics, entry.lengths, scored)
     return found
 
 

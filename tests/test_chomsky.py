@@ -198,8 +198,8 @@ def test_the_correct_next_token_scores_one_on_every_task_in_decoder_format(name)
     protocol.check_output_caps({bucket.label: examples for bucket, examples in sets.items()})
     model = CorrectNextToken([e for examples in sets.values() for e in examples])
     entries, scores = evaluate(model, protocol, sets, torch.device("cpu"))
-    assert scores["ID"] == scores["OOD"] == {"sequence_accuracy": 1.0, "exact_match": 1.0}
-    assert all(entry["capped"] == 0 for entry in entries)
+    assert scores.id == scores.ood == {"sequence_accuracy": 1.0, "exact_match": 1.0}
+    assert all(entry.capped == 0 for entry in entries)
 
 
 def test_a_decoding_cap_below_a_gold_output_is_refused_before_training(monkeypatch):

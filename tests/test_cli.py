@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from pebench import PositionalEncoding
+from pebench.run_record import RunRecord
 from pebench.cli import main
 from pebench.records import is_complete
 from pebench.registry import ENCODINGS, plugins
@@ -47,7 +48,7 @@ def test_run_writes_a_complete_record_and_prints_the_buckets(tmp_path):
     record = json.loads(path.read_text())
     validated = record["training"]["curve"][-1]["validation"]["sequence_accuracy"]  # the target is judged there, not on the ID bucket
     assert f"ID target 0.99 NOT reached, {validated:.3f} on the ID validation set, not the evaluation set above" in out.stdout
-    assert is_complete(record) and record["protocol"] == 2
+    assert is_complete(RunRecord.from_json(record)) and record["protocol"] == 2
     assert record["encoding"]["params"]["placement"] == "attention" and record["encoding"]["params"]["adjoint"] is False
     assert record["settings"] == {"split.eval_examples": 20, "split.validation_examples": 16, "training.eval_every": 10,
                                   "training.steps": 30, "training.warmup_steps": 5}

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from tests.test_cli import pebench_here
-from tests.test_report import record
+from tests.test_report import record, typed
 
 from pebench.comparison import paired_differences, pool
 from pebench.results import tables
@@ -25,7 +25,7 @@ def user_records():
 
 
 def test_the_paired_difference_against_each_baseline_is_the_hand_computed_one():
-    pooled = pool(user_records(), baseline_records())
+    pooled = pool(typed(user_records()), typed(baseline_records()))
     assert pooled.candidates == ["mine"] and not pooled.left_out
     rows = paired_differences(tables(pooled.records), pooled.candidates).set_index("baseline")
     # mean 0.7/3 = 0.23333; sd of (0.20, 0.25, 0.25) = 0.028868; t = 0.23333 / (0.028868 / sqrt 3) = 14.0;
@@ -46,10 +46,10 @@ def test_a_baseline_at_another_task_card_is_left_out_and_the_users_own_runs_win(
     other["training"]["steps"] = 5000  # another budget: another card, not comparable
     other["task"]["training"] = {"steps": 5000}
     mine_of_nope = record("t1", "nope", 0, 0.99)  # the user ran a baseline encoding too: theirs is used
-    pooled = pool([*user_records(), mine_of_nope], [*baseline_records(), other])
+    pooled = pool(typed([*user_records(), mine_of_nope]), typed([*baseline_records(), other]))
     assert pooled.left_out == {"t1": 1}
-    nope_seed0 = [r for r in pooled.records if r["encoding"]["name"] == "nope" and r["seed"] == 0]
-    assert nope_seed0 == [mine_of_nope]
+    nope_seed0 = [r for r in pooled.records if r.encoding["name"] == "nope" and r.seed == 0]
+    assert nope_seed0 == typed([mine_of_nope])
 
 
 def test_a_row_never_pools_two_versions_of_a_plugin_and_the_table_names_both():
@@ -57,7 +57,7 @@ def test_a_row_never_pools_two_versions_of_a_plugin_and_the_table_names_both():
     for r, (version, source) in zip(records, [("0.1.0", "aaaa"), ("0.1.0", "aaaa"), ("0.1.1", "bbbb")]):
         r["plugin"] = {"distribution": "my-plugin", "version": version, "source": source * 4, "revision": 1}
         r["git_commit"] = "0123456789abcdef"
-    runs = tables(records).runs
+    runs = tables(typed(records)).runs
     assert sorted(runs.encoding.unique()) == ["mine [0.1.0+aaaaaaaa]", "mine [0.1.1+bbbbbbbb]"]
     line = provenance(runs)
     assert line.startswith("records: 3 runs from 1 pebench commit (0123456: 3)")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from pebench.records import is_complete
+from pebench.run_record import RunRecord
 from tests.test_plugins import plugin_package
 from tests.test_sweep import records
 
@@ -34,7 +35,7 @@ def killing_plugin(folder: Path) -> Path:
 
 def complete_and_once(results: Path) -> list[tuple[str, int]]:
     found = records(results)
-    assert all(is_complete(json.loads(text)) for text in found.values())
+    assert all(is_complete(RunRecord.from_json(json.loads(text))) for text in found.values())
     return sorted((json.loads(text)["encoding"]["name"], json.loads(text)["seed"]) for text in found.values())
 
 
@@ -48,7 +49,7 @@ def test_a_ray_sweep_resumes_after_its_driver_is_killed(tmp_path):
     driver.send_signal(signal.SIGKILL)  # records are written by the driver as each task returns
     driver.wait(timeout=60)
     before = records(results)
-    assert 1 <= len(before) <= 4 and all(is_complete(json.loads(text)) for text in before.values())
+    assert 1 <= len(before) <= 4 and all(is_complete(RunRecord.from_json(json.loads(text))) for text in before.values())
     out = sweep(*grid)
     assert out.returncode == 0, out.stderr
     assert complete_and_once(results) == [("nope", 0), ("nope", 1), ("rope", 0), ("rope", 1)]

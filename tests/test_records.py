@@ -1,23 +1,36 @@
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from pebench.execution import plan
 from pebench.records import write_atomically, write_record
+from pebench.run_record import RunRecord
 
 
 def test_non_finite_values_are_stored_as_json(tmp_path):
     path = tmp_path / "runs" / "t" / "e" / "seed0.json"
-    write_record(path, {"final_loss": float("nan"), "buckets": [[97, float("inf")]]})
-    assert json.loads(path.read_text()) == {"final_loss": None, "buckets": [[97, "inf"]]}
+    record = RunRecord(schema=2, task={"split": {"buckets": [[97, float("inf")]]}}, encoding={}, seed=0, status="failed", error={"loss": float("nan")})
+    write_record(path, record)
+    written = json.loads(path.read_text())
+    assert written["task"] == {"split": {"buckets": [[97, "inf"]]}} and written["error"] == {"loss": None}
 
 
 def test_an_unwritable_record_leaves_no_file(tmp_path):
     path = tmp_path / "seed0.json"
     with pytest.raises(TypeError):
-        write_record(path, {"model": object()})
+        write_record(path, RunRecord(schema=2, task={}, encoding={}, seed=0, status="failed", model={"x": object()}))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_committed_record_reads_back_into_the_same_json():
+    # The typed record (schema 2, and the fields older records lack left out) is the file's.
+    paths = sorted((Path(__file__).parents[1] / "results" / "runs").rglob("*.json"))
+    assert len(paths) > 400
+    for path in paths:
+        data = json.loads(path.read_text())
+        assert RunRecord.from_json(data).to_json() == data, path
 
 
 def test_a_configuration_is_its_settings_however_spelled(tmp_path):

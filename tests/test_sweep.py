@@ -8,6 +8,7 @@ import sys
 import time
 
 from pebench.execution import plan
+from pebench.run_record import RunRecord
 from pebench.records import SCHEMA_VERSION, is_complete
 from pebench.sweep import seeds, state_of
 from tests.test_cli import pebench_here
@@ -60,12 +61,12 @@ def test_a_killed_sweep_leaves_whole_records_and_the_next_sweep_completes_the_gr
     process.wait(timeout=60)
     before = records(results)
     assert 1 <= len(before) < 4
-    assert all(is_complete(json.loads(text)) for text in before.values())
+    assert all(is_complete(RunRecord.from_json(json.loads(text))) for text in before.values())
 
     out = sweep(*grid)
     assert out.returncode == 0, out.stderr
     after = records(results)
-    assert len(after) == 4 and all(is_complete(json.loads(text)) for text in after.values())
+    assert len(after) == 4 and all(is_complete(RunRecord.from_json(json.loads(text))) for text in after.values())
     cells = sorted((json.loads(text)["encoding"]["name"], json.loads(text)["seed"]) for text in after.values())
     assert cells == sorted((e, s) for e in ("nope", "rope") for s in (0, 1))  # each once
     assert all(after[path] == text for path, text in before.items())  # finished runs were not redone
@@ -80,8 +81,8 @@ def write_json(path, record):
 def test_a_record_made_from_another_card_is_stale(tmp_path):
     planned = plan("copy", "rope", 0, ["training.steps=5"], tmp_path)
     assert state_of(planned) == "missing"
-    record = {"schema": SCHEMA_VERSION, "status": "ok", "task": planned.task, "encoding": planned.encoding, "overrides": planned.overrides,
-              "buckets": [{}] * len(planned.task["split"]["buckets"]), "scores": {}}
+    record = {"schema": SCHEMA_VERSION, "status": "ok", "seed": 0, "task": planned.task, "encoding": planned.encoding, "overrides": planned.overrides,
+              "buckets": [{"bucket": "b", "lo": 1, "hi": 2, "in_distribution": True}] * len(planned.task["split"]["buckets"]), "scores": {}}
     write_json(planned.path, record)
     assert state_of(planned) == "done"
     write_json(planned.path, {**record, "encoding": {**planned.encoding, "description": "reworded"}, "overrides": ["training.steps = 5"]})
@@ -152,7 +153,8 @@ def test_a_record_of_an_older_plugin_revision_is_stale(tmp_path):
     for encoding, revision, expected in (("randomized", None, "stale"), ("randomized", 1, "stale"), ("randomized", 2, "done"),
                                          ("rope", None, "done"), ("rope", 2, "stale")):
         planned = execution.plan("copy", encoding, 0, [], tmp_path)
-        record = {**planned.new_record(), "status": "ok", "scores": {}, "buckets": [{}] * len(planned.task["split"]["buckets"])}
+        bucket = {"bucket": "b", "lo": 1, "hi": 2, "in_distribution": True}
+        record = {**planned.new_record().to_json(), "status": "ok", "scores": {}, "buckets": [bucket] * len(planned.task["split"]["buckets"])}
         if revision is None:
             del record["plugin"]["revision"]
         else:

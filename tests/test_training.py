@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pebench import train as training_module
+from pebench.run_record import to_json
 from pebench.cards import encoding_card, task_card
 from pebench.protocol import apply_overrides, resolve
 from pebench.train import NonFiniteError, set_up, train
@@ -29,7 +30,7 @@ def scripted(monkeypatch, values):
 
 def run_training(card):
     setup = set_up(card, encoding_card("nope"), 0)
-    return train(setup.model, card, 0, CPU, setup.validation, progress=False)
+    return to_json(train(setup.model, card, 0, CPU, setup.validation, progress=False))
 
 
 def test_training_stops_at_the_first_validation_that_reaches_the_target(monkeypatch):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pebench import data as pebench_data
+from pebench.run_record import to_json
 import torch
 
 from pebench.cards import encoding_card, encoding_cards, task_card
@@ -179,7 +180,7 @@ def tiny_wmt(bpe_cache):
 @pytest.mark.parametrize("encoding", list(encoding_cards()))
 def test_every_encoding_completes_wmt_long_tiny(tiny_wmt, encoding):
     card = encoding_card(encoding)
-    measured = run(tiny_wmt, set_up(tiny_wmt, card, seed=0), seed=0, device=torch.device("cpu"), progress=False)
+    measured = to_json(run(tiny_wmt, set_up(tiny_wmt, card, seed=0), seed=0, device=torch.device("cpu"), progress=False))
     assert [b["n"] for b in measured["buckets"]] == [3, 3, 3, 3]
     assert all(b["metrics"]["bleu"] is None or 0 <= b["metrics"]["bleu"] <= 100 for b in measured["buckets"])
     assert all(0 <= b["metrics"]["chrf"] <= 100 for b in measured["buckets"])
