@@ -360,7 +360,9 @@ def run_times(table: Tables) -> pd.DataFrame:
     """Per task, most hours first, then ``all``: runs, encodings, seeds, hours in all and
     minutes per run (mean, fastest, slowest) of :func:`ranked_runs`, learned ID or not (the
     ``run_seconds`` of :func:`pebench.results.tables`; a record without stages is counted in
-    ``runs`` and ``untimed``, not in the times), and the threads and devices recorded."""
+    ``runs`` and ``untimed``, not in the times), the cost of training (``train s / 1k steps``:
+    the median over runs of training wall seconds, validation included, per 1,000 steps), and
+    the threads and devices recorded."""
     runs = ranked_runs(table)
 
     def summary(group: pd.DataFrame) -> dict:
@@ -373,6 +375,7 @@ def run_times(table: Tables) -> pd.DataFrame:
             "minutes per run": minutes.mean(),
             "fastest": minutes.min(),
             "slowest": minutes.max(),
+            "train s / 1k steps": (group.wall_seconds / group.steps * 1000).median(),
             "untimed": int(minutes.isna().sum()),
             "threads": ", ".join(map(str, sorted(group.threads.unique()))),
             "device": ", ".join(sorted(group.device.unique())),
@@ -381,5 +384,5 @@ def run_times(table: Tables) -> pd.DataFrame:
     rows = sorted(({"task": task, **summary(group)} for task, group in runs.groupby("task")), key=lambda row: (-row["hours"], row["task"]))
     return pd.DataFrame(
         rows + ([{"task": "all", **summary(runs)}] if rows else []),
-        columns=["task", "runs", "encodings", "seeds", "hours", "minutes per run", "fastest", "slowest", "untimed", "threads", "device"],
+        columns=["task", "runs", "encodings", "seeds", "hours", "minutes per run", "fastest", "slowest", "train s / 1k steps", "untimed", "threads", "device"],
     )

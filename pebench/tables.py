@@ -253,7 +253,7 @@ RUN_TIME_TITLE = (
 
 def render_run_times(table: Tables) -> str:
     """:func:`run_times` in Markdown; the ``untimed`` column only when a run has no stages."""
-    times = run_times(table).round({"hours": 2, "minutes per run": 1, "fastest": 1, "slowest": 1})
+    times = run_times(table).round({"hours": 2, "minutes per run": 1, "fastest": 1, "slowest": 1, "train s / 1k steps": 0})
     if times.empty:
         return RUN_TIME_TITLE + "\n\nNo protocol 2 run at the cards' settings yet.\n"
     if not times.untimed.any():

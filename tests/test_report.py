@@ -227,8 +227,9 @@ def test_run_times_sum_each_records_stages_per_task():
     # 17 min; t2: A at seed 0 20 min and C, a record without stages: counted as a run, untimed.
     # Other settings (t1@...) and protocol 1 records are not the grid's: left out.
     def timed(task, encoding, seed, seconds, **kwargs):
-        return {**record(task, encoding, seed, 0.5, **kwargs), "stages": {"data_seconds": seconds / 5, "train_seconds": seconds * 3 / 5,
-                                                                           "eval_seconds": seconds / 5}}
+        made = record(task, encoding, seed, 0.5, **kwargs)
+        return {**made, "stages": {"data_seconds": seconds / 5, "train_seconds": seconds * 3 / 5, "eval_seconds": seconds / 5},
+                "training": {**made["training"], "wall_seconds": seconds * 3 / 5}}  # 100 steps
 
     protocol1 = {**timed("t2", "A", 1, 6000), "protocol": 1}
     records = ([timed("t1", "A", seed, 300) for seed in range(3)] + [timed("t1", "B", 0, 120), timed("t2", "A", 0, 1200), record("t2", "C", 0, 0.5),
@@ -237,6 +238,8 @@ def test_run_times_sum_each_records_stages_per_task():
     assert list(times.index) == ["t2", "t1", "all"]  # most hours first
     assert times.loc["t1", ["runs", "encodings", "seeds"]].tolist() == [4, 2, "0, 1, 2"]
     assert times.loc["t1", ["hours", "minutes per run", "fastest", "slowest"]].tolist() == pytest.approx([17 / 60, 17 / 4, 2, 5])
+    # Training 180 s per 100 steps (A, three runs) and 72 s (B): the median of 1800, 1800, 1800, 720 s per 1,000 steps.
+    assert times.loc["t1", "train s / 1k steps"] == pytest.approx(1800)
     assert times.loc["t2", ["runs", "untimed", "hours", "fastest", "slowest"]].tolist() == pytest.approx([2, 1, 1 / 3, 20, 20])
     assert times.loc["all", ["runs", "untimed", "encodings", "hours"]].tolist() == pytest.approx([6, 1, 3, 37 / 60])
     assert "untimed" in rendering.render_run_times(tables(typed(records)))
