@@ -69,6 +69,8 @@ class DecodingConfig:
 def _reorder(cache: KVCache, index: Tensor) -> None:
     for entry in cache.values():
         entry["k"], entry["v"] = entry["k"].index_select(0, index), entry["v"].index_select(0, index)
+        if entry["state"] is not None:  # an encoding's key state (pebench.PositionalEncoding.key_state)
+            entry["state"] = entry["state"].index_select(0, index)
         if entry["pos"].dim() == 2:  # per-example positions
             entry["pos"] = entry["pos"].index_select(0, index)
 

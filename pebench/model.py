@@ -83,7 +83,7 @@ class Memory:
         return Memory(self.states.index_select(0, index), pos, self.allowed.index_select(0, index))
 
 
-KVCache = dict  # Site -> {"k": [b, h, s, d_h], "v": [b, h, s, d_h], "pos": [s] or [b, s]}; see Transformer.decode
+KVCache = dict  # Site -> {"k": [b, h, s, d_h], "v": [b, h, s, d_h], "pos": [s] or [b, s], "state": [b, h, s] or None}; see Transformer.decode
 
 
 class Attention(nn.Module):
@@ -108,17 +108,20 @@ class Attention(nn.Module):
         q = encoding.project_query(q, q_pos, self.site)  # [b, h, s_q, d_h]
         entry = cache.get(self.site) if cache is not None else None
         if entry is not None and self.site.kind == "cross":
-            k, v, k_pos = entry["k"], entry["v"], entry["pos"]
+            k, v, k_pos, state = entry["k"], entry["v"], entry["pos"], entry["state"]
         else:
             kv = project(self.key_value, memory, encoding.key_value_bias(k_pos, self.site))  # [b, s_k, 2 d]
             k, v = kv.view(b, memory.shape[1], 2, self.n_heads, -1).permute(2, 0, 3, 1, 4)  # 2 x [b, h, s_k, d_h]
             k, v = encoding.project_key_value(k, v, k_pos, self.site)
+            state = encoding.key_state(memory, k_pos, self.site)  # [b, h, s_k] or None
             if entry is not None:  # self-attention: append the new tokens
                 k, v, k_pos = torch.cat((entry["k"], k), 2), torch.cat((entry["v"], v), 2), torch.cat((entry["pos"], k_pos), -1)
+                state = None if state is None else torch.cat((entry["state"], state), 2)
             if cache is not None:
-                cache[self.site] = {"k": k, "v": v, "pos": k_pos}
+                cache[self.site] = {"k": k, "v": v, "pos": k_pos, "state": state}
         causal = self.site.stack == "decoder" and self.site.kind == "self" and cache is None  # a full pass under causal_mask
-        out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site, causal)  # [b, h, s_q, d_h]
+        extra = {} if state is None else {"key_state": state}
+        out = encoding.attend(q, k, v, q_pos, k_pos, allowed, self.site, causal, **extra)  # [b, h, s_q, d_h]
         return self.out(out.transpose(1, 2).reshape(b, s_q, d))
 
 

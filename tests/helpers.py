@@ -11,7 +11,7 @@ from pebench.registry import ENCODINGS, plugins
 # Randomized positions are drawn afresh at evaluation (as published); tests that compare two
 # forward passes position by position give it fixed positions instead.
 DETERMINISTIC = {"randomized": {"eval_positions": "arange"}}
-BUILT_IN_ENCODINGS = ["nope", "sinusoidal", "learned", "relative", "rope", "flow", "alibi", "t5", "randomized", "xpos", "fire", "kerple", "cope", "dape"]
+BUILT_IN_ENCODINGS = ["nope", "sinusoidal", "learned", "relative", "rope", "flow", "alibi", "t5", "randomized", "xpos", "fire", "kerple", "cope", "dape", "fox"]
 
 
 def build(encoding: str, architecture: str = "decoder", max_length: int = 64, vocab: int = 20, **params) -> Transformer:

@@ -18,8 +18,14 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
    own position.
 4. :meth:`~PositionalEncoding.bias`: an additive attention-logit bias.
 5. :meth:`~PositionalEncoding.attend`: the attention itself, for encodings that need the
-   weights (Shaw et al.'s value term); the kernels are :mod:`pebench.attention`'s, and the
-   model says when the attention is causal (``causal``).
+   weights (Shaw et al.'s value term) or the logits (CoPE, DAPE); the kernels are
+   :mod:`pebench.attention`'s, and the model says when the attention is causal (``causal``).
+6. :meth:`~PositionalEncoding.key_state`: a value per key token and head computed from the
+   attention's input at that token (the Forgetting Transformer's forget gates); the model keeps
+   it beside the token's key and value (in the cache, in incremental decoding) and passes it to
+   :meth:`~PositionalEncoding.attend` as ``key_state``. An encoding that returns None (every
+   encoding but one that overrides the hook) is called without it, so an ``attend`` written
+   before the hook existed keeps working.
 
 An attention *site* is one attention module of the model: (stack, layer, kind), where stack is
 ``"encoder"`` or ``"decoder"`` and kind is ``"self"`` or ``"cross"``. In cross-attention the
@@ -198,6 +204,15 @@ class PositionalEncoding(nn.Module):
 
     def bias(self, q_pos: Tensor, k_pos: Tensor, site: Site) -> Tensor | None:
         """Additive attention-logit bias broadcastable to ``[b, h, s_q, s_k]``, or None."""
+        return None
+
+    def key_state(self, x: Tensor, pos: Tensor, site: Site) -> Tensor | None:
+        """A value per key token and head from the attention's key-side input. x: ``[b, s_k, d]``
+        (the normalised states the keys and values are projected from), pos: ``[s_k]``. Returns
+        ``[b, h, s_k]`` float, or None (the default: no key state). It is computed once per
+        token, kept with its key (concatenated along s_k in incremental decoding, reordered with
+        the keys in beam search) and given to :meth:`attend` as ``key_state``, ``[b, h, s_k]``
+        over every key attended."""
         return None
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
