@@ -261,6 +261,24 @@ def relative_beats_absolute_on_long_sentences(table: Tables) -> Measured:
     return _pairs(table, [("wmt_long", "relative", "sinusoidal")])
 
 
+def cope_beats_relative_past_the_context(table: Tables) -> Measured:
+    """CoPE against relative positions (the paper's baseline; pebench's is Shaw et al.'s) on
+    lm_long's OOD perplexity: past the training context."""
+    return _pairs(table, [("lm_long", "cope", "relative")])
+
+
+def dape_beats_its_base(table: Tables) -> Measured:
+    """DAPE (KERPLE as its base) against KERPLE alone, on lm_long's OOD perplexity and each
+    Chomsky task's OOD score."""
+    return _pairs(table, [(task, "dape", "kerple") for task in ("lm_long", *suite_tasks("chomsky"))])
+
+
+def fox_beats_rope_past_the_context(table: Tables) -> Measured:
+    """FoX (NoPE with forget gates) against RoPE, the paper's Transformer, on lm_long's OOD
+    perplexity."""
+    return _pairs(table, [("lm_long", "fox", "rope")])
+
+
 CLAIMS = (
     Claim(
         "NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
@@ -310,6 +328,27 @@ CLAIMS = (
         "relative ahead by 4.4-11.9% BLEU on sentences longer than the training ones, equal overall (WMT, Transformer)",
         "relative > sinusoidal on wmt_long's OOD BLEU",
         relative_beats_absolute_on_long_sentences,
+    ),
+    Claim(
+        "contextual positions (CoPE) model text past the training context better than relative positions",
+        "Golovneva et al. 2024, arXiv:2405.18719",
+        "CoPE lower perplexity than relative PE on Wikitext-103 and code; generalises to longer test contexts on counting and selective copy",
+        "cope > relative on lm_long's OOD perplexity (pebench's relative is Shaw et al.'s)",
+        cope_beats_relative_past_the_context,
+    ),
+    Claim(
+        "DAPE extrapolates better than its static base",
+        "Zheng et al. 2024, arXiv:2405.14722 (NeurIPS)",
+        "DAPE-Kerple below Kerple in perplexity at 8-64x the training length (Arxiv, Books3); ahead on the Chomsky tasks",
+        "dape > kerple on lm_long's OOD perplexity and on each Chomsky task's OOD sequence accuracy, where both learned ID",
+        dape_beats_its_base,
+    ),
+    Claim(
+        "the Forgetting Transformer extrapolates past its training context better than the Transformer",
+        "Lin et al. 2025, arXiv:2503.02130 (ICLR)",
+        "FoX outperforms the Transformer (RoPE) at length extrapolation (per-token loss past the training context, LongCrawl64)",
+        "fox > rope on lm_long's OOD perplexity",
+        fox_beats_rope_past_the_context,
     ),
 )
 
