@@ -31,7 +31,7 @@ from .layout import RUNS, USER_RESULTS, committed_results, leaderboards_dir, rec
 from .metrics import METRICS
 from .records import check_writable, load_records
 from .registry import PluginConflictError, UnknownNameError
-from .run_record import RunRecord
+from .run_record import ABSENT, RunRecord
 from .sections import refresh_sections
 from .tasks.base import LengthBucket
 
@@ -204,7 +204,7 @@ def _print_run(record: RunRecord, path: Path) -> None:
         for b in record.buckets
     ]
     scores = record.scores
-    for split in ("ID", "OOD", "all")[: 3 if scores.all is not None else 2]:  # the whole set: text metrics, when every bucket was scored
+    for split in ("ID", "OOD", "all")[: 3 if scores.all is not ABSENT else 2]:  # the whole set: text metrics
         rows.append([{"ID": "ID score", "OOD": "OOD score", "all": "whole set"}[split], "", "", *[value(scores.split(split), m) for m in metrics], ""])
     print(tabulate(rows, headers=["bucket", "split", "n", *metrics, "eval tok/s"], disable_numparse=True))
     if scores.unscored:
@@ -322,20 +322,20 @@ def _listed(names: str) -> list[str]:
     return [name.strip() for name in names.split(",") if name.strip()]
 
 
-def _only_encodings(records: list[dict], requested: str) -> list[dict]:
+def _only_encodings(records: list[RunRecord], requested: str) -> list[RunRecord]:
     """The records of the encodings named in ``requested`` (comma-separated).
 
     Raises:
         ValueError: for a name no successful record has (listing the ones there are).
     """
     wanted = set(_listed(requested))
-    present = {r["encoding"]["name"] for r in records if r.get("status") == "ok"}
+    present = {r.encoding["name"] for r in records if r.status == "ok"}
     if not wanted or wanted - present:
         raise ValueError(f"--encodings {requested}: no run of {', '.join(sorted(wanted - present)) or 'any'}; the records have {', '.join(sorted(present))}")
-    return [r for r in records if r.get("encoding", {}).get("name") in wanted]
+    return [r for r in records if r.encoding.get("name") in wanted]
 
 
-def _with_baseline(records: list[dict], baseline: Path, results: Path) -> tuple[list[dict], str]:
+def _with_baseline(records: list[RunRecord], baseline: Path, results: Path) -> tuple[list[RunRecord], str]:
     """The user's records pooled with the baseline folder's (:func:`pebench.comparison.pool`),
     and the comparison's Markdown; the baseline folder is only read.
 

@@ -11,9 +11,10 @@ afterwards. Cards, the environment and the stage times stay plain mappings: they
 configuration, not results.
 
 The JSON form is ``to_json()`` / ``from_json()``: field names are the JSON keys (the split
-scores' ``ID``, ``OOD`` and ``all`` aside), a field marked optional is left out when it is None
-or empty, and records of schema 1 (protocol 1: no lengths, no scores) and of schema 2 before a
-field existed read with that field None. Writing, validating against ``record.schema.json`` and
+scores' ``ID`` and ``OOD`` aside), a field marked optional is left out when it is None or empty
+and one that is :data:`ABSENT` always (the whole-set score of a kind that has none), and
+records of schema 1 (protocol 1: no lengths, no scores) and of schema 2 before a field existed
+read with that field None. Writing, validating against ``record.schema.json`` and
 loading are :mod:`pebench.records`' (the edge); this module does no I/O.
 """
 
@@ -24,6 +25,23 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 Scores = Mapping[str, float | None]  # metric name -> value
+
+
+class Absent:
+    """The value of a field that a record does not have at all (not even as null): left out of
+    the JSON. Falsy."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __reduce__(self) -> str:
+        return "ABSENT"  # unpickled (a Ray or Slurm worker's record) as the one module-level ABSENT
+
+
+ABSENT = Absent()
 
 
 def optional(key: str | None = None, default: Any = None) -> Any:
@@ -43,7 +61,7 @@ def to_json(value: Any) -> Any:
         out = {}
         for part in fields(value):
             item = getattr(value, part.name)
-            if part.metadata.get("optional") and (item is None or item == ()):
+            if item is ABSENT or (part.metadata.get("optional") and (item is None or item == ())):
                 continue
             out[part.metadata.get("key", part.name)] = to_json(item)
         return out
@@ -171,22 +189,24 @@ class BucketResult:
 class SplitScores:
     """A run's split scores (:func:`pebench.evaluation.evaluate`): ``id`` (JSON ``ID``) and
     ``ood`` (``OOD``), each None when a bucket of the split could not be scored; ``all`` (the
-    whole evaluation set) for text metrics; ``unscored``: the labels of the buckets without a
-    score; ``signatures``: sacrebleu's signature of each text metric that was scored."""
+    whole evaluation set) for text metrics, None likewise, :data:`ABSENT` for the other kinds;
+    ``unscored``: the labels of the buckets without a score; ``signatures``: sacrebleu's
+    signature of each text metric that was scored."""
 
     unscored: tuple[str, ...] = ()
     id: Scores | None = named("ID")
     ood: Scores | None = named("OOD")
-    all: Scores | None = optional(key="all")
+    all: Scores | None | Absent = field(default=ABSENT, metadata={"key": "all"})
     signatures: Mapping[str, str] | None = optional()
 
-    def split(self, name: str) -> Scores | None:
+    def split(self, name: str) -> Scores | None | Absent:
         """The scores of the split ``name`` ("ID", "OOD" or "all")."""
         return {"ID": self.id, "OOD": self.ood, "all": self.all}[name]
 
     @classmethod
     def from_json(cls, data: Mapping) -> SplitScores:
-        return cls(unscored=tuple(data.get("unscored", [])), id=data.get("ID"), ood=data.get("OOD"), all=data.get("all"), signatures=data.get("signatures"))
+        everything = data["all"] if "all" in data else ABSENT
+        return cls(unscored=tuple(data.get("unscored", [])), id=data.get("ID"), ood=data.get("OOD"), all=everything, signatures=data.get("signatures"))
 
 
 @dataclass(frozen=True, kw_only=True)

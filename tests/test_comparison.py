@@ -91,6 +91,13 @@ def test_report_with_a_baseline_writes_the_comparison_and_nothing_into_the_basel
     assert "nope" in board and "rope" in board and "mine" in board  # the baselines beside yours, in your folder
     same = pebench_here(capsys, "report", "--results", str(mine), "--baseline", str(mine))
     assert same.returncode == 2 and "is the results folder itself" in same.stderr
+    # --encodings keeps a subset of the pooled records: the board shows mine and nope alone
+    subset = pebench_here(capsys, "report", "--results", str(mine), "--baseline", str(base), "--encodings", "mine,nope")
+    assert subset.returncode == 0, subset.stderr
+    board = (mine / "leaderboards" / "t1.md").read_text()
+    assert "mine" in board and "nope" in board and "rope" not in board
+    unknown = pebench_here(capsys, "report", "--results", str(mine), "--encodings", "nosuch")
+    assert unknown.returncode == 2 and "--encodings nosuch: no run of nosuch; the records have mine" in unknown.stderr
 
 
 def test_an_edited_or_bumped_plugin_makes_its_records_stale():

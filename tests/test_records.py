@@ -1,12 +1,13 @@
 import json
 import os
+import pickle
 from pathlib import Path
 
 import pytest
 
 from pebench.execution import plan
 from pebench.records import write_atomically, write_record
-from pebench.run_record import RunRecord
+from pebench.run_record import ABSENT, RunRecord, SplitScores, to_json
 
 
 def test_non_finite_values_are_stored_as_json(tmp_path):
@@ -22,6 +23,14 @@ def test_an_unwritable_record_leaves_no_file(tmp_path):
     with pytest.raises(TypeError):
         write_record(path, RunRecord(schema=2, task={}, encoding={}, seed=0, status="failed", model={"x": object()}))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_whole_set_score_of_null_stays_null_and_one_never_made_stays_absent():
+    # A text task whose bucket was not scored keeps "all": null; other kinds have no "all" at all.
+    text = {"unscored": ["97+"], "ID": {"bleu": 3.1}, "OOD": None, "all": None}
+    other = {"unscored": [], "ID": {"exact_match": 1.0}, "OOD": {"exact_match": 0.5}}
+    assert to_json(SplitScores.from_json(text)) == text and to_json(SplitScores.from_json(other)) == other
+    assert pickle.loads(pickle.dumps(SplitScores.from_json(other))).all is ABSENT  # a worker's record, unpickled
 
 
 def test_every_committed_record_reads_back_into_the_same_json():

@@ -103,6 +103,6 @@ class CoPE(PositionalEncoding):
         Returns ``[b, h, s_q, s_k]``."""
         scale = 1 / math.sqrt(q.shape[-1])
         gates = torch.sigmoid((q @ k.transpose(-1, -2)) * scale) * allowed
-        positions = contextual_positions(gates, causal=site.stack == "decoder").clamp(max=self.npos - 1)
+        positions = contextual_positions(gates, causal=site.stack == "decoder").clamp(0, self.npos - 1)  # 0: a two-way count's round-off below it
         table = self.embeddings[self.index[site]].to(q.dtype)  # [d_h, P]
         return interpolated_logits(q @ table, positions) * scale

@@ -41,6 +41,9 @@ def decay_bias(log_gates: Tensor, allowed: Tensor, causal: bool) -> Tensor:
     after the earlier of i and j, up to the later.
     Returns ``[b, h, s_q, s_k]``.
     """
+    if not causal:  # every query row of its own (an encoder's mask is [b, 1, 1, s]: padding only)
+        n = log_gates.shape[-1]
+        allowed = allowed.expand(*allowed.shape[:-2], n, n)
     counted = log_gates[..., None, :] * allowed  # [b, h, s_q, s_k]: log f_l where row i attends key l, else 0
     if causal:
         return counted.flip(-1).cumsum(-1).flip(-1) - counted  # Σ_{l > j}

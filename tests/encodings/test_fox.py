@@ -29,6 +29,13 @@ def test_an_encoder_decays_by_the_gates_between_either_way():
     assert bias[0, 1].item() == pytest.approx(math.log(0.25), abs=1e-6) and bias[1, 2].item() == pytest.approx(math.log(0.8), abs=1e-6)
 
 
+def test_an_encoders_padding_mask_gives_every_query_its_own_decay():
+    # The encoder's mask is [b, 1, 1, s] (padding only): row i must still decay from token i.
+    full = decay_bias(LOG_GATES, torch.ones(3, 3, dtype=torch.bool), causal=False)
+    assert torch.allclose(decay_bias(LOG_GATES, torch.ones(1, 1, 1, 3, dtype=torch.bool), causal=False), full)
+    assert full[0, 0, 2, 0].item() == pytest.approx(math.log(0.2), abs=1e-6) and full[0, 0, 0, 2].item() == pytest.approx(math.log(0.2), abs=1e-6)
+
+
 def test_padding_forgets_nothing():
     # Key 1 is padding for every query: row 2's decay to key 0 is log f_2 alone.
     allowed = torch.tensor([[True, False, False], [True, False, False], [True, False, True]])
