@@ -42,7 +42,7 @@ from .metrics import exact_match, sequence_accuracy, text_scores
 from .model import PAD, Transformer
 from .perplexity import score_length
 from .protocol import Protocol
-from .run_record import BucketResult, LengthScore, Scores, SplitScores
+from .run_record import SPLIT_FIELDS, BucketResult, LengthScore, Scores, SplitScores
 from .tasks.base import Example, LengthBucket
 
 SAMPLES = 3  # examples shown per bucket in the record
@@ -331,9 +331,6 @@ SCORERS: dict[str, type[Scorer]] = {"generated": ExampleScorer, "one_pass": Exam
 def scorer_for(protocol: Protocol) -> Scorer:
     """The scorer of the protocol's kind of task (:attr:`Protocol.kind`)."""
     return SCORERS[protocol.kind.name](protocol)
-
-
-SPLIT_FIELDS = {"ID": "id", "OOD": "ood", "all": "all"}  # a split's name -> its SplitScores field
 
 
 def evaluate(

@@ -72,6 +72,12 @@ def to_json(value: Any) -> Any:
     return value
 
 
+def flat_from_json(cls: type, data: Mapping) -> Any:
+    """An instance of the dataclass ``cls`` whose fields are all required plain values, from the
+    JSON object ``data`` of its fields (KeyError for a missing one)."""
+    return cls(**{part.name: data[part.name] for part in fields(cls)})
+
+
 @dataclass(frozen=True)
 class CurvePoint:
     """One ID validation during training: the step (1-based), the mean training loss since the
@@ -83,7 +89,7 @@ class CurvePoint:
 
     @classmethod
     def from_json(cls, data: Mapping) -> CurvePoint:
-        return cls(data["step"], data["loss"], data["validation"])
+        return flat_from_json(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +146,7 @@ class LengthScore:
 
     @classmethod
     def from_json(cls, data: Mapping) -> LengthScore:
-        return cls(data["length"], data["n"], data["metrics"])
+        return flat_from_json(cls, data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +191,9 @@ class BucketResult:
         )
 
 
+SPLIT_FIELDS = {"ID": "id", "OOD": "ood", "all": "all"}  # a split's name -> its SplitScores field
+
+
 @dataclass(frozen=True, kw_only=True)
 class SplitScores:
     """A run's split scores (:func:`pebench.evaluation.evaluate`): ``id`` (JSON ``ID``) and
@@ -201,7 +210,7 @@ class SplitScores:
 
     def split(self, name: str) -> Scores | None | Absent:
         """The scores of the split ``name`` ("ID", "OOD" or "all")."""
-        return {"ID": self.id, "OOD": self.ood, "all": self.all}[name]
+        return getattr(self, SPLIT_FIELDS[name])
 
     @classmethod
     def from_json(cls, data: Mapping) -> SplitScores:
