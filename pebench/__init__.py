@@ -9,7 +9,7 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from an uninstalled checkout
     __version__ = "0.0.0+unknown"
 
-_LAZY = {name: "pebench.encodings.base" for name in ("Geometry", "PositionalEncoding", "PositionLimitError", "Site", "require_range")}
+_LAZY = {name: "pebench.encodings.base" for name in ("Geometry", "PositionalEncoding", "PositionLimitError", "Site", "StructureError", "require_range")}
 _LAZY["load_results"] = "pebench.results"
 __all__ = [*_LAZY, "__version__"]
 

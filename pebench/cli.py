@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sweep_parser = commands.add_parser("sweep", help="run a grid of tasks x encodings x seeds; resumable")
     sweep_parser.add_argument("--encodings", default="all", help="comma-separated encodings, or all (default)")
-    sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real), or all (default)")
+    sweep_parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real, arithmetic), or all (default)")
     sweep_parser.add_argument("--seeds", default="0", help="seeds: 0,1,2 or 0-2 (default 0)")
     sweep_parser.add_argument("--retry-failed", action="store_true", help="run again the cells whose record says failed")
     sweep_parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")

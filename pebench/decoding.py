@@ -82,13 +82,21 @@ def _through_eos(row: list[int]) -> list[int]:
 
 @torch.no_grad()
 def greedy(
-    model: Transformer, prompts: Tensor, prompt_lengths: Tensor, max_lengths: Tensor, memory: Memory | None = None, identity: Tensor | None = None
+    model: Transformer,
+    prompts: Tensor,
+    prompt_lengths: Tensor,
+    max_lengths: Tensor,
+    memory: Memory | None = None,
+    identity: Tensor | None = None,
+    structure: Tensor | None = None,
 ) -> list[list[int]]:
     """Greedy continuations of ``prompts`` ``[b, P]`` (right-padded; row i's prompt is its first
     ``prompt_lengths[i]`` tokens), each at most ``max_lengths[i]`` tokens, stopping at EOS.
     ``memory``: the encoder's output for an encoder-decoder (prompts are then the BOS column);
     ``identity``: rows identifying each example (default the prompts; an encoder-decoder
-    passes its source), :meth:`PositionalEncoding.batch_positions`.
+    passes its source), :meth:`PositionalEncoding.batch_positions`; ``structure``: the
+    structural positions ``[b, P + max(max_lengths)]`` of every token each row can read, for an
+    encoding that needs them (:func:`pebench.batching.structure_rows`).
 
     Returns:
         per row, the generated ids up to and including the first EOS.
@@ -96,7 +104,7 @@ def greedy(
     b, device = prompts.shape[0], prompts.device
     reach = prompt_lengths + max_lengths  # the most tokens each row can read
     total = int(reach.max())
-    pos = model.encoding.batch_positions(reach, total, prompts if identity is None else identity, "decoder")  # one draw per decoded sequence
+    pos = model.batch_positions(reach, total, prompts if identity is None else identity, "decoder", structure)  # one draw per decoded sequence
     tokens = torch.full((b, total), PAD, dtype=torch.long, device=device)
     tokens[:, : prompts.shape[1]] = prompts
     first = int(prompt_lengths.min())
@@ -170,10 +178,12 @@ def generate(model: Transformer, source: Tensor, config: DecodingConfig, max_len
     return greedy(model, bos, torch.ones_like(max_lengths), max_lengths, model.encode(source), source)
 
 
-def continue_prompts(model: Transformer, prompts: Tensor, prompt_lengths: Tensor, config: DecodingConfig, max_lengths: Tensor | None = None) -> list[list[int]]:
+def continue_prompts(
+    model: Transformer, prompts: Tensor, prompt_lengths: Tensor, config: DecodingConfig, max_lengths: Tensor | None = None, structure: Tensor | None = None
+) -> list[list[int]]:
     """A decoder-only model's greedy outputs after ``prompts`` ``[b, P]`` (``BOS source SEP``,
     right-padded), each at most ``max_lengths`` ``[b]`` tokens (default: ``config``'s cap of the
-    source length, SEP counted as its end marker)."""
+    source length, SEP counted as its end marker); ``structure`` as :func:`greedy`'s."""
     if max_lengths is None:
         max_lengths = torch.tensor([config.max_output_length(int(n) - 1) for n in prompt_lengths], device=prompts.device)
-    return greedy(model, prompts, prompt_lengths, max_lengths)
+    return greedy(model, prompts, prompt_lengths, max_lengths, structure=structure)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .batching import EOS, FIRST_SYMBOL, IGNORE, pack, prompts, target_tokens
+from .batching import EOS, FIRST_SYMBOL, IGNORE, pack, prompts, structure_rows, target_tokens
 from .decoding import continue_prompts, generate
 from .devices import autocast, sync_device
 from .encodings.base import PositionLimitError
@@ -42,7 +42,7 @@ from .metrics import exact_match, sequence_accuracy, text_scores
 from .model import PAD, Transformer
 from .perplexity import score_length
 from .protocol import Protocol
-from .run_record import SPLIT_FIELDS, BucketResult, LengthScore, Scores, SplitScores
+from .run_record import SPLIT_FIELDS, BucketResult, CellScore, LengthScore, Scores, SplitScores
 from .tasks.base import Example, LengthBucket
 
 SAMPLES = 3  # examples shown per bucket in the record
@@ -108,7 +108,9 @@ def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], devic
     caps = torch.tensor([protocol.output_cap(e) for e in batch], device=device)
     if architecture == "decoder":
         prompt, lengths = prompts(batch)
-        return continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding, caps), int(lengths.sum())
+        structure = structure_rows(batch, caps.tolist(), architecture, int((lengths + caps.cpu()).max()))
+        structure = structure.to(device) if structure is not None else None
+        return continue_prompts(model, prompt.to(device), lengths.to(device), protocol.decoding, caps, structure), int(lengths.sum())
     source = pack(batch, architecture).source.to(device)
     return generate(model, source, protocol.decoding, caps), int((source != PAD).sum())
 
@@ -117,7 +119,7 @@ def one_pass(model: Transformer, examples: list[Example], device: torch.device) 
     """An encoder-only model's outputs: the argmax at each example's slots, as many as its
     target tokens (the slots after an end token are not scored)."""
     batch = pack(examples, "encoder").to(device)
-    predicted = model(batch.tokens, identity=batch.identity).argmax(-1).tolist()
+    predicted = model(batch.tokens, identity=batch.identity, structure=batch.structure).argmax(-1).tolist()
     return [row[len(e.source) : len(e.source) + len(target_tokens(e, "encoder"))] for row, e in zip(predicted, examples)]
 
 
@@ -130,7 +132,7 @@ def teacher_forced_accuracy(model: Transformer, protocol: Protocol, examples: li
     for start in range(0, len(examples), size):
         batch = pack(examples[start : start + size], protocol.model.architecture).to(device)
         with autocast(device):
-            predictions = model(batch.tokens, batch.source, batch.identity).argmax(-1)
+            predictions = model(batch.tokens, batch.source, batch.identity, batch.structure).argmax(-1)
         scored = batch.labels != IGNORE
         hits = ((predictions == batch.labels) & scored).sum(1)
         accuracies += (hits / scored.sum(1)).tolist()
@@ -221,6 +223,16 @@ class ExampleScorer(Scorer):
             for length, indices in _group_by_length(examples).items()
         )
 
+    def per_cell(self, examples: list[Example], scored: list) -> tuple[CellScore, ...]:
+        """The scores of each grid cell, for a task whose examples have one (else none)."""
+        groups = defaultdict(list)
+        for i, example in enumerate(examples):
+            if example.cell is not None:
+                groups[example.cell].append(i)
+        return tuple(
+            CellScore(cell, len(indices), self.pooled([examples[i] for i in indices], [scored[i] for i in indices])) for cell, indices in sorted(groups.items())
+        )
+
     def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[BucketResult, list]:
         """Plans for the bucket's longest target-length sequence (not the output cap); counts
         the outputs that stopped at the decoding cap, where there is one."""
@@ -237,6 +249,7 @@ class ExampleScorer(Scorer):
             lengths=self.per_length(examples, scored),
             samples=self._samples(examples, outputs),
             capped=outputs.capped if self.protocol.kind.decoded else None,  # outputs that stopped at the decoding cap, without EOS
+            cells=self.per_cell(examples, scored),
         )
         return result, scored
 

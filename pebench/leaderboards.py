@@ -164,13 +164,24 @@ def extrapolation_metric(runs: pd.DataFrame) -> str | None:
     return metric if metric in runs["metrics"].iloc[0] else None
 
 
+def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The per-length curve of ``metric`` for ``runs``: rows (run, length, value). For a task
+    that scores a grid of two operand lengths, its diagonal (both operands of n digits, the
+    length the arithmetic papers state: "99% at 100 digits"); otherwise the per-length scores."""
+    cells = table.cells[table.cells.run.isin(runs.run) & (table.cells.metric == metric) & (table.cells.a == table.cells.b)]
+    if not cells.empty:
+        return cells.rename(columns={"a": "length"})[["run", "length", "value"]]
+    return table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)][["run", "length", "value"]]
+
+
 def reach_columns(table: Tables, runs: pd.DataFrame) -> dict[str, pd.Series]:
     """Per threshold τ of :data:`EXTRAPOLATION_THRESHOLDS`, every run's ℓ*/L
     (:func:`extrapolation_length`) on :func:`extrapolation_metric`, over the lengths any run of
-    the table was scored at: ``{"ℓ*/L (metric ≥ τ)": Series indexed by run}``; empty for a task
-    without per-length scores of that metric."""
+    the table was scored at (:func:`length_scores`: a grid task's diagonal):
+    ``{"ℓ*/L (metric ≥ τ)": Series indexed by run}``; empty for a task without per-length scores
+    of that metric."""
     metric = extrapolation_metric(runs)
-    lengths = table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)]
+    lengths = length_scores(table, runs, metric) if metric is not None else None
     if metric is None or lengths.empty:
         return {}
     wide = lengths.pivot_table(index="run", columns="length", values="value", aggfunc="first", dropna=False).reindex(index=runs.run).astype(float)

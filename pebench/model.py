@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import autocast_state, causal_mask
-from .encodings.base import Geometry, PositionalEncoding, Site
+from .encodings.base import Geometry, PositionalEncoding, Site, StructureError
 
 PAD = 0
 ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
@@ -200,7 +200,7 @@ class Transformer(nn.Module):
         self.decoder = nn.ModuleList(Block(config, "decoder", i, encoder_decoder) for i in range(config.n_layers)) if has_decoder else None
         self.decoder_norm = nn.LayerNorm(config.d_model) if has_decoder else None
 
-    def forward(self, tokens: Tensor, source: Tensor | None = None, identity: Tensor | None = None) -> Tensor:
+    def forward(self, tokens: Tensor, source: Tensor | None = None, identity: Tensor | None = None, structure: Tensor | None = None) -> Tensor:
         """Logits for whole sequences (training, teacher-forced evaluation, one-pass outputs).
 
         Args:
@@ -211,17 +211,21 @@ class Transformer(nn.Module):
                 <pebench.batching.Batch.identity>`: its source or prompt), from which an
                 encoding that draws positions at evaluation seeds each example's draw; default
                 ``source``, else ``tokens``.
+            structure: ``[b, s_t]`` long, the structural position of each token of ``tokens``
+                (:func:`pebench.batching.structure_rows`), for an encoding that needs them;
+                ignored by the others.
         Returns:
             ``[b, s_t, V]`` logits; row i predicts token i + 1 (encoder-only: token i).
         Raises:
             PositionLimitError: if the encoding cannot represent the sequence length.
+            StructureError: if the encoding needs structural positions and none are given.
         """
         identity = identity if identity is not None else source if source is not None else tokens
         if self.decoder is None:  # encoder-only: bidirectional, padded keys masked
-            pos = self.positions(tokens, identity)
+            pos = self.positions(tokens, identity, structure=structure)
             self.encoding.prepare(tokens.shape[1], tokens.device)
             return self._encode(tokens, pos).states @ self.embedding.weight.T  # [b, s, V]
-        pos = self.positions(tokens, identity)
+        pos = self.positions(tokens, identity, structure=structure)
         source_pos = self.positions(source, identity, "encoder") if source is not None else pos
         # once per pass, from the lengths alone (read on the host: no device sync)
         self.encoding.prepare(max(tokens.shape[1], source.shape[1] if source is not None else 0), tokens.device)
@@ -232,18 +236,36 @@ class Transformer(nn.Module):
         allowed = causal_mask(tokens.shape[1], tokens.device)  # [1, 1, s_t, s_t]
         return self._decode(tokens, pos, allowed, memory, None)
 
-    def positions(self, tokens: Tensor, identity: Tensor | None = None, stack: str | None = None) -> Tensor:
+    def positions(self, tokens: Tensor, identity: Tensor | None = None, stack: str | None = None, structure: Tensor | None = None) -> Tensor:
         """The positions a forward pass gives ``tokens`` ``[b, s]`` (right-padded): ``[s]`` or
-        ``[b, s]`` (:meth:`PositionalEncoding.batch_positions`). ``identity``: rows that identify
-        each example (default: ``tokens``; see :meth:`forward`); ``stack``: default the
-        decoder's, or the encoder's in an encoder-only model.
+        ``[b, s]`` (:meth:`batch_positions`). ``identity``: rows that identify each example
+        (default: ``tokens``; see :meth:`forward`); ``stack``: default the decoder's, or the
+        encoder's in an encoder-only model; ``structure``: as :meth:`forward`'s.
 
         Raises:
             PositionLimitError: if the encoding cannot represent ``s`` positions.
+            StructureError: if the encoding needs structural positions and none are given.
         """
         stack = stack or ("encoder" if self.decoder is None else "decoder")
         identity = tokens if identity is None else identity
-        return self.encoding.batch_positions((tokens != PAD).sum(1), tokens.shape[1], identity, stack)
+        return self.batch_positions((tokens != PAD).sum(1), tokens.shape[1], identity, stack, structure)
+
+    def batch_positions(self, lengths: Tensor, width: int, identity: Tensor, stack: str, structure: Tensor | None = None) -> Tensor:
+        """The encoding's :meth:`PositionalEncoding.batch_positions`, given ``structure``
+        ``[b, width]`` only when the encoding needs structural positions (the hook of an
+        encoding that does not keeps its signature).
+
+        Raises:
+            StructureError: if the encoding needs structural positions and ``structure`` is None.
+        """
+        if not self.encoding.needs_structure:
+            return self.encoding.batch_positions(lengths, width, identity, stack)
+        if structure is None:
+            raise StructureError(
+                f"encoding '{type(self.encoding).__name__}' needs the structural positions of its tokens, but none were given: "
+                "pass structure= (pebench.batching.structure_rows), from a task that has them"
+            )
+        return self.encoding.batch_positions(lengths, width, identity, stack, structure=structure)
 
     def encode(self, source: Tensor) -> Memory:
         """The encoder's output for incremental decoding. source: ``[b, s_s]``."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .leaderboards import counts_ood, ranked, reach_columns
+from .leaderboards import counts_ood, length_scores, ranked, reach_columns
 from .metrics import METRICS
 from .results import Tables
 from .statistics import interval
@@ -147,6 +147,40 @@ def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> 
     plt.close(figure)
 
 
+def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+    """PNG of a grid task's primary metric per cell (len a x len b), one heat map per encoding,
+    the mean over its runs (McLeish et al. 2024, fig. 1); the training lengths boxed. Cells
+    are drawn at their rank in the grid (the grid's lengths label the axes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric, train = runs["primary"].iloc[0], runs["train_hi"].iloc[0]
+    cells = table.cells[table.cells.run.isin(runs.run) & (table.cells.metric == metric)].merge(runs[["run", "encoding"]], on="run")
+    grid = sorted(set(cells["a"]) | set(cells["b"]))
+    encodings = sorted(cells["encoding"].unique())
+    columns = min(3, len(encodings))
+    rows = -(-len(encodings) // columns)
+    figure, panels = plt.subplots(rows, columns, figsize=(4.2 * columns + 1, 3.9 * rows), dpi=100, squeeze=False)
+    for axes, encoding in zip(panels.flat, encodings):
+        mean = cells[cells.encoding == encoding].pivot_table(index="b", columns="a", values="value", aggfunc="mean").reindex(index=grid, columns=grid)
+        image = axes.imshow(mean.to_numpy(dtype=float), origin="lower", vmin=0, vmax=1, cmap="viridis")
+        inside = sum(length <= train for length in grid)
+        axes.add_patch(plt.Rectangle((-0.5, -0.5), inside, inside, fill=False, edgecolor="white", linewidth=1.5))
+        ticks = [i for i, length in enumerate(grid) if length in (1, train, grid[-1]) or length % 10 == 0]
+        axes.set_xticks(ticks, [grid[i] for i in ticks], fontsize=7)
+        axes.set_yticks(ticks, [grid[i] for i in ticks], fontsize=7)
+        seeds = runs[runs.encoding == encoding].shape[0]
+        axes.set(title=f"{encoding} ({seeds} run{'s' * (seeds != 1)})", xlabel="digits of a", ylabel="digits of b")
+    for axes in list(panels.flat)[len(encodings) :]:
+        axes.axis("off")
+    figure.colorbar(image, ax=panels.ravel().tolist(), shrink=0.8, label=metric)
+    figure.suptitle(_title(f"{name}: {metric} per operand lengths, mean over runs (white box: the training lengths, 1-{train})"), fontsize=10)
+    figure.savefig(path, metadata={"Software": None})
+    plt.close(figure)
+
+
 def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     """PNG of the training curves: the mean training loss and the ID validation score of the
     primary metric against the step, one line per run (coloured by encoding), the ID target
@@ -181,9 +215,10 @@ def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> Non
 
 
 def _plot_points(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """(run, x, value) of ``metric``: per length where recorded, else per bucket midpoint (an
-    open last bucket at 1.25x its lower edge)."""
-    lengths = table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)]
+    """(run, x, value) of ``metric``: per length where recorded (a grid task's diagonal,
+    :func:`pebench.leaderboards.length_scores`), else per bucket midpoint (an open last bucket at
+    1.25x its lower edge)."""
+    lengths = length_scores(table, runs, metric)
     if METRICS[metric].kind != "text" and not lengths.empty:
         return lengths.rename(columns={"length": "x"})[["run", "x", "value"]].astype({"value": float})
     buckets = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric) & (table.scores.order >= 2)]

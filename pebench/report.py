@@ -12,7 +12,7 @@ from tabulate import tabulate
 
 from .cards import suite_levels
 from .leaderboards import boards_of, overall_groups, ranked_runs, suite_scores
-from .plots import plot, plot_curves, plot_positions
+from .plots import plot, plot_curves, plot_grid, plot_positions
 from .results import Tables, legend, tables
 from .run_record import RunRecord
 from .tables import CHOMSKY_TITLE, FORMATS, overall_csv, render, render_latex, render_overall, render_overall_latex, render_run_times, render_suite
@@ -27,7 +27,8 @@ def report_name(runs: pd.DataFrame) -> str:
 def write_reports(records: list[RunRecord], out: Path, throughput: pd.DataFrame | None = None, highlight: frozenset[str] = frozenset()) -> dict[str, str]:
     """Write, for every table, ``<out>/<name>.{md,html}`` (the rendered leaderboards), ``<name>.tex``
     (the primary metric's, one LaTeX table, :func:`pebench.tables.render_latex`),
-    ``<name>.csv`` (every metric, a ``metric`` column) and ``<name>.png``; ``overall.*``; the
+    ``<name>.csv`` (every metric, a ``metric`` column), ``<name>.png`` and, for a grid task, its
+    heat maps ``<name>.grid.png``; ``overall.*``; the
     legend of configuration labels (``legend.md``) when there are any; the validity section
     (``validity.md``); the run time per task (``runtime.md``, :func:`run_times`); and, when
     there are Chomsky runs, their matrix (``chomsky.md`` and ``.csv``, :func:`suite_scores`).
@@ -73,6 +74,8 @@ def _write_all(table: Tables, records: list[RunRecord], out: Path, throughput: p
             plot_curves(name, table, runs, out / f"{name}.curves.png")
         if table.positions.run.isin(runs.run).any():
             plot_positions(name, table, runs, out / f"{name}.positions.png")
+        if table.cells.run.isin(runs.run).any():
+            plot_grid(name, table, runs, out / f"{name}.grid.png")
         printed[name] = render(name, table, runs, boards, "simple", highlight)
     ranked = ranked_runs(table)
     if not ranked.empty:

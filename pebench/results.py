@@ -1,6 +1,6 @@
 """Run records as tables (pandas), the shape the report and users work with.
 
-:func:`tables` turns records into six frames, keyed by ``run`` (``task/encoding/seed<k>``, with
+:func:`tables` turns records into seven frames, keyed by ``run`` (``task/encoding/seed<k>``, with
 ``@<hash>`` for a configuration of other settings):
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
@@ -13,7 +13,9 @@
 - ``curves``: the training curve of each run (step, mean training loss, validation score of the
   primary metric);
 - ``capped``: per (run, bucket), the outputs that stopped at the decoding cap without EOS, where
-  there were any.
+  there were any;
+- ``cells``: for a task that scores a grid of two lengths (the digits of each operand), one row
+  per (run, a, b, metric), ``n`` the cell's examples.
 
 Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`)
 is labelled ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets,
@@ -45,6 +47,7 @@ class Tables:
     positions: pd.DataFrame  # language models: (run, length, position, loss), the mean NLL by position bin
     curves: pd.DataFrame  # (run, step, loss, validation): the training curve, the primary metric's validation score
     capped: pd.DataFrame  # (run, bucket, capped): outputs stopped at the decoding cap without EOS, where not 0
+    cells: pd.DataFrame  # (run, a, b, n, metric, value): a grid task's score per cell (len a, len b)
 
 
 def _settings(record: RunRecord) -> dict:
@@ -96,8 +99,8 @@ def _labels(records: list[RunRecord]) -> list[tuple[str, str]]:
 
 
 def tables(records: list[RunRecord]) -> Tables:
-    """The six frames of the successful records among ``records`` (see the module docstring)."""
-    runs, scores, lengths, positions, curves, capped = [], [], [], [], [], []
+    """The seven frames of the successful records among ``records`` (see the module docstring)."""
+    runs, scores, lengths, positions, curves, capped, cells = [], [], [], [], [], [], []
     records = [record for record in records if record.status == "ok"]
     for record, (table, encoding) in zip(records, _labels(records)):
         run = f"{table}/{encoding}/seed{record.seed}"
@@ -115,6 +118,12 @@ def tables(records: list[RunRecord]) -> Tables:
             for piece in bucket.loss_by_position
         ]
         capped += [{"run": run, "bucket": bucket.bucket, "capped": bucket.capped} for bucket in record.buckets if bucket.capped]
+        cells += [
+            {"run": run, "a": entry.cell[0], "b": entry.cell[1], "n": entry.n, "metric": name, "value": value}
+            for bucket in record.buckets
+            for entry in bucket.cells
+            for name, value in entry.metrics.items()
+        ]
         primary = record.task["metrics"]["primary"]
         curves += [{"run": run, "step": point.step, "loss": point.loss, "validation": point.validation.get(primary)} for point in record.training.curve]
     columns = {
@@ -123,13 +132,10 @@ def tables(records: list[RunRecord]) -> Tables:
         "positions": ["run", "length", "position", "loss"],
         "curves": ["run", "step", "loss", "validation"],
         "capped": ["run", "bucket", "capped"],
+        "cells": ["run", "a", "b", "n", "metric", "value"],
     }
-    return Tables(
-        *(
-            pd.DataFrame(rows, columns=columns.get(name))
-            for name, rows in (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves), ("capped", capped))
-        )
-    )
+    frames = (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves), ("capped", capped), ("cells", cells))
+    return Tables(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in frames))
 
 
 def _run_row(record: RunRecord, run: str, table: str, encoding: str) -> dict:

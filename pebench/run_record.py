@@ -149,14 +149,29 @@ class LengthScore:
         return flat_from_json(cls, data)
 
 
+@dataclass(frozen=True)
+class CellScore:
+    """The scores of one cell of a grid of two lengths (``cell``: the digits of each operand of
+    an addition): its example count and the mean of each per-example metric over them."""
+
+    cell: tuple[int, int]
+    n: int
+    metrics: Scores
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> CellScore:
+        return cls(tuple(data["cell"]), data["n"], data["metrics"])
+
+
 @dataclass(frozen=True, kw_only=True)
 class BucketResult:
     """One length bucket [lo, hi] scored: whether it is the ID bucket, the plan the encoding made
     for it (``encoding_state``, where it makes one), the examples (or, for a language model, the
     targets) scored, each metric's score over the bucket (None, with ``error``, when the encoding
     cannot represent it), evaluation tokens/s, the per-length scores, a few sample outputs, the
-    outputs that stopped at the decoding cap without EOS (``capped``; decoded kinds only) and a
-    language model's loss by position (pieces ``{"from", "to", "loss"}``)."""
+    outputs that stopped at the decoding cap without EOS (``capped``; decoded kinds only), a
+    language model's loss by position (pieces ``{"from", "to", "loss"}``) and, for a task that
+    places its examples on a grid of two lengths, the scores of each cell (``cells``)."""
 
     bucket: str
     lo: int
@@ -171,6 +186,7 @@ class BucketResult:
     samples: tuple[Mapping[str, str], ...] = optional(default=())
     capped: int | None = optional()
     loss_by_position: tuple[Mapping[str, float], ...] = optional(default=())
+    cells: tuple[CellScore, ...] = optional(default=())
 
     @classmethod
     def from_json(cls, data: Mapping) -> BucketResult:
@@ -188,6 +204,7 @@ class BucketResult:
             samples=tuple(data.get("samples", [])),
             capped=data.get("capped"),
             loss_by_position=tuple(data.get("loss_by_position", [])),
+            cells=tuple(CellScore.from_json(entry) for entry in data.get("cells", [])),
         )
 
 

@@ -17,6 +17,10 @@ raises AssertionError naming the property that broke:
 - ``max_positions``: an encoding with ``max_positions`` refuses one position more with
   :class:`pebench.PositionLimitError` naming the length, and accepts ``max_positions``.
 
+An encoding that needs structural positions (``needs_structure``) is given some in every check
+(each source symbol numbered from 1, as the digits of a number) and checked in the decoder-only
+and encoder-only models, the ones structural positions serve.
+
 Use it in pytest, one test per check::
 
     import pebench.testing
@@ -74,8 +78,15 @@ def _model(cls: type[PositionalEncoding], params: dict, architecture: str, max_l
 
 
 def _examples(lengths: list[int], seed: int = 0) -> list[Example]:
+    """Random examples, with structural positions (each source symbol numbered from 1)."""
     rng = random.Random(seed)
-    return [Example(tuple(rng.randrange(VOCAB - 4) for _ in range(n)), tuple(rng.randrange(VOCAB - 4) for _ in range(n)), n) for n in lengths]
+    symbols = lambda n: tuple(rng.randrange(VOCAB - 4) for _ in range(n))  # noqa: E731
+    return [Example(symbols(n), symbols(n), n, structure=tuple(range(1, n + 1))) for n in lengths]
+
+
+def _structure(tokens: torch.Tensor) -> torch.Tensor:
+    """Structural positions for raw token rows ``[b, s]``: 1, 2, ..., s in every row."""
+    return torch.arange(1, tokens.shape[1] + 1).expand(tokens.shape[0], -1)
 
 
 def _close(value: torch.Tensor, reference: torch.Tensor, what: str) -> None:
@@ -86,13 +97,13 @@ def _close(value: torch.Tensor, reference: torch.Tensor, what: str) -> None:
 def _forward(model: Transformer, examples: list[Example], architecture: str) -> torch.Tensor:
     batch = pack(examples, architecture)
     with torch.no_grad(), seeded("pebench.testing", torch.device("cpu")):
-        return model(batch.tokens, batch.source, batch.identity)
+        return model(batch.tokens, batch.source, batch.identity, batch.structure)
 
 
 def finite_gradients(cls, params, architecture) -> None:
     model = _model(cls, params, architecture).train()
     batch = pack(_examples([3, 9, 6]), architecture)
-    logits = model(batch.tokens, batch.source)
+    logits = model(batch.tokens, batch.source, structure=batch.structure)
     loss = nn.functional.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=-100)
     loss.backward()
     assert torch.isfinite(loss), f"the loss is {loss.item()}"
@@ -108,9 +119,9 @@ def causality(cls, params, architecture) -> None:
     source = torch.randint(4, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1)) if architecture == "encoder_decoder" else None
     identity = tokens[:, :7]  # the example is the same one: what it has before position 7 (its prompt)
     with torch.no_grad(), seeded("causality", torch.device("cpu")):
-        before = model(tokens, source, identity)
+        before = model(tokens, source, identity, _structure(tokens))
     with torch.no_grad(), seeded("causality", torch.device("cpu")):
-        after = model(changed, source, identity)
+        after = model(changed, source, identity, _structure(tokens))
     _close(after[:, :7], before[:, :7], "outputs at positions 0-6 after changing tokens 7-11 (the future leaks into the past)")
 
 
@@ -140,9 +151,9 @@ def cached_decoding(cls, params, architecture) -> None:
         tokens = torch.randint(4, VOCAB, (1, 8), generator=torch.Generator().manual_seed(2))
         source = pack([example], architecture).source
     with torch.no_grad(), seeded("cached", torch.device("cpu")):
-        full = model(tokens, source)
+        full = model(tokens, source, structure=_structure(tokens))
     with torch.no_grad(), seeded("cached", torch.device("cpu")):  # random positions: drawn in the forward pass's order
-        pos = model.positions(tokens, source)
+        pos = model.positions(tokens, source, structure=_structure(tokens))
         if source is not None:
             memory = model.encode(source)
         cache, first = {}, 3
@@ -168,12 +179,14 @@ def max_positions(cls, params, architecture) -> None:
 CHECKS = {f.__name__: f for f in (finite_gradients, causality, batch_independence, padding_invariance, cached_decoding, max_positions)}
 
 
-def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[str, ...] = ARCHITECTURES) -> list[Check]:
+def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[str, ...] | None = None) -> list[Check]:
     """Every check of the kit for the plugin class ``cls`` built with ``params``, per
-    architecture: decoder-only, encoder-decoder and encoder-only (``causality`` in the
-    decoder-only one, where attention is causal; no ``cached_decoding`` in the encoder-only one,
-    which outputs in one pass)."""
+    architecture: by default decoder-only, encoder-decoder and encoder-only (only the first and
+    the last for an encoding that needs structural positions); ``causality`` in the decoder-only
+    one, where attention is causal; no ``cached_decoding`` in the encoder-only one, which outputs
+    in one pass."""
     params = dict(params or {})
+    architectures = architectures or (("decoder", "encoder") if cls.needs_structure else ARCHITECTURES)
     found = []
     for name, check in CHECKS.items():
         for architecture in architectures:

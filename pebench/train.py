@@ -33,6 +33,7 @@ from tqdm import tqdm
 from .batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from .devices import autocast, environment, sync_device
 from .distributed import Distributed
+from .encodings.base import StructureError
 from .evaluation import evaluate, validate
 from .model import Transformer
 from .protocol import Protocol
@@ -53,9 +54,26 @@ class NonFiniteError(ArithmeticError):
 
 def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_length: int | None = None) -> Transformer:
     """The task's model with the card's encoding, sized for sequences up to ``max_length``
-    (``train_length``: the longest training sequence)."""
+    (``train_length``: the longest training sequence).
+
+    Raises:
+        StructureError: if the encoding needs structural positions and the task has none, or
+            the model is an encoder-decoder (structural positions serve one stack).
+    """
     geometry = protocol.model.geometry(max_length, train_length)
-    return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), build_encoding(encoding_card, geometry))
+    encoding = build_encoding(encoding_card, geometry)
+    if encoding.needs_structure and not (protocol.task.structural and protocol.model.architecture in ("decoder", "encoder")):
+        lacks = (
+            f"its model is {protocol.model.architecture!r}, and they serve decoder-only and encoder-only models"
+            if protocol.task.structural
+            else "it supplies none (a task gives them per token, e.g. each digit's significance)"
+        )
+        raise StructureError(
+            f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' needs the structural positions of its task's tokens, "
+            f"but task '{protocol.name}' cannot give them: {lacks}. Use it on a task that does (e.g. --task long_addition), "
+            "or another encoding on this task"
+        )
+    return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)
 
 
 def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
@@ -70,7 +88,7 @@ def _loss(model: nn.Module, batch: Batch, label_smoothing: float, total_targets:
     """Mean cross-entropy over the batch's target tokens; with ``total_targets`` (a data-parallel
     run: :mod:`pebench.distributed`), the sum divided by that global count instead."""
     with autocast(batch.tokens.device):
-        logits = model(batch.tokens, batch.source)
+        logits = model(batch.tokens, batch.source, structure=batch.structure)
     reduction = "mean" if total_targets is None else "sum"
     loss = nn.functional.cross_entropy(
         logits.float().flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE, label_smoothing=label_smoothing, reduction=reduction

@@ -39,7 +39,7 @@ import pandas as pd
 from tabulate import tabulate
 
 from .cards import suite_tasks
-from .leaderboards import counts_ood, leaderboard, overall, ranked_runs, run_scores, run_times
+from .leaderboards import counts_ood, leaderboard, overall, ranked_runs, reach_columns, run_scores, run_times
 from .metrics import METRICS, higher_is_better
 from .results import Tables
 from .verdicts import MAX_PLANNED_SEEDS, PairTest, claim_verdict, judge_pairs, pair_test, seeds_for_power
@@ -56,6 +56,10 @@ PRESS_FACTOR = 2.0  # perplexity at 16x over 1x above this: "explodes"
 PRESS_FLAT = 1.1  # and below this: "stays flat"
 MRR_MARGIN = 0.05  # δ of an MRR difference: a quarter of the gap between ranks 1 and 2 of five (1 - 1/2), the gap of ranks 4 and 5
 RATIO_MARGIN = 0.1  # δ of a perplexity ratio (x0.1)
+ARITHMETIC = "long_addition"  # the field's addition protocol (McLeish et al. 2024's format)
+CLASSIC = ("nope", "rope", "randomized", "sinusoidal", "alibi", "t5", "fire")  # the encodings the arithmetic claims are held against
+REACH_FACTOR = 5  # "at least 5x the training length": long_addition's grid ends at 5L
+REACH_MARGIN = 0.5  # δ of an ℓ*/L difference on long_addition: one step of its grid past L (5 digits over L = 10)
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,51 @@ def fox_beats_rope_past_the_context(table: Tables) -> Measured:
     return _pairs(table, [("lm_long", "fox", "rope")])
 
 
+def _reach(table: Tables, encoding: str) -> pd.Series | None:
+    """ℓ*/L at exact match >= 0.95 on long_addition's diagonal (both operands n digits), per seed
+    of each run of ``encoding`` that counts; None unless it learned ID on most runs."""
+    if not _learned(_board(table, ARITHMETIC), encoding):
+        return None
+    runs = _counted_runs(table, ARITHMETIC, [encoding])
+    reach = reach_columns(table, runs)["ℓ*/L (exact_match ≥ 0.95)"]
+    return pd.Series(reach.to_numpy(dtype=float), index=runs.seed.to_numpy())
+
+
+def reaches_where_classic_do_not(encoding: str) -> Callable[[Tables], Measured]:
+    """The check of an arithmetic encoding's claim: its ℓ*/L reaches :data:`REACH_FACTOR` (per
+    run, ℓ*/L minus the grid's step below it, so a run at 5L counts +0.5), and it reaches
+    further than each of :data:`CLASSIC`, paired by seed."""
+
+    def check(table: Tables) -> Measured:
+        own = _reach(table, encoding)
+        if own is None:
+            return Measured((), f"{encoding} did not learn ID on most runs of {ARITHMETIC}, or has no run there")
+        metric = "ℓ*/L (exact_match ≥ 0.95)"
+        made = [
+            Comparison(
+                f"{encoding} ℓ*/L ≥ {REACH_FACTOR}",
+                (ARITHMETIC,),
+                metric,
+                (encoding,),
+                tuple(own - (REACH_FACTOR - REACH_MARGIN)),
+                REACH_MARGIN,
+                f"{own.mean():.2f}",
+            )
+        ]
+        missing = []
+        for rival in CLASSIC:
+            theirs = _reach(table, rival)
+            if theirs is None:
+                missing.append(rival)
+                continue
+            both = pd.concat([own, theirs], axis=1, keys=[encoding, rival]).dropna()
+            means = f"{both[encoding].mean():.2f} vs {both[rival].mean():.2f}" if len(both) else "—"
+            made.append(Comparison(f"{encoding} > {rival}", (ARITHMETIC,), metric, (encoding, rival), tuple(both[encoding] - both[rival]), REACH_MARGIN, means))
+        return Measured(tuple(made), "not learned ID on most runs, or not run: " + ", ".join(missing) if missing else "")
+
+    return check
+
+
 CLAIMS = (
     Claim(
         "NoPE > T5 > ALiBi > RoPE > sinusoidal (decoder-only, mean reciprocal rank over tasks)",
@@ -349,6 +398,20 @@ CLAIMS = (
         "FoX outperforms the Transformer (RoPE) at length extrapolation (per-token loss past the training context, LongCrawl64)",
         "fox > rope on lm_long's OOD perplexity",
         fox_beats_rope_past_the_context,
+    ),
+    Claim(
+        "Abacus embeddings extrapolate addition to at least 5x the training length at >= 95% exact match, where the classic encodings do not",
+        "McLeish et al. 2024, arXiv:2405.17399 (NeurIPS), fig. 1",
+        "trained on operands of up to 20 digits: 99% exact match at 100 digits (5x; 16-layer decoder, a GPU-day); FIRE, NoPE and learned far lower",
+        f"on {ARITHMETIC}'s diagonal (L = 10): abacus's ℓ*/L at exact match >= 0.95 reaches 5, and exceeds each of {', '.join(CLASSIC)}'s",
+        reaches_where_classic_do_not("abacus"),
+    ),
+    Claim(
+        "position coupling extrapolates addition to at least 5x the training length at >= 95% exact match, where the classic encodings do not",
+        "Cho et al. 2024, arXiv:2405.20671 (NeurIPS), fig. 1",
+        "trained on operands of 1-30 digits: above 95% exact match up to 200 digits (6.7x; 1-layer decoder); NoPE and random-start APE fail past 30",
+        f"on {ARITHMETIC}'s diagonal (L = 10): position_coupling's ℓ*/L at exact match >= 0.95 reaches 5, and exceeds each of {', '.join(CLASSIC)}'s",
+        reaches_where_classic_do_not("position_coupling"),
     ),
 )
 

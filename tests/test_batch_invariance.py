@@ -75,15 +75,18 @@ def test_per_example_positions_give_each_row_what_its_own_positions_give_it(name
     # The hooks of an encoding that states per_example_positions take pos [b, s]: row i must come
     # out as if the batch were row i alone at positions pos[i].
     model = build(name, architecture, max_length=64, **DETERMINISTIC.get(name, {})).eval()
+    if model.encoding.needs_structure and architecture == "encoder_decoder":
+        pytest.skip("structural positions serve decoder-only and encoder-only models")
     tokens = torch.randint(4, 20, (3, 7), generator=torch.Generator().manual_seed(0))
     source = torch.randint(4, 20, (3, 5), generator=torch.Generator().manual_seed(1)) if architecture == "encoder_decoder" else None
+    structure = torch.zeros_like(tokens)  # read only by an encoding that needs structural positions, whose draw is replaced below
     drawn = torch.stack([torch.randperm(60, generator=torch.Generator().manual_seed(i))[:7].sort().values for i in range(3)])  # [3, 7]
-    model.encoding.batch_positions = lambda lengths, width, identity, stack: drawn[:, :width]
+    model.encoding.batch_positions = lambda lengths, width, identity, stack, structure=None: drawn[:, :width]
     with torch.no_grad():
-        together = model(tokens, source)
+        together = model(tokens, source, structure=structure)
         for i in range(3):
-            model.encoding.batch_positions = lambda lengths, width, identity, stack, i=i: drawn[i, :width]
-            alone = model(tokens[i : i + 1], source[i : i + 1] if source is not None else None)
+            model.encoding.batch_positions = lambda lengths, width, identity, stack, structure=None, i=i: drawn[i, :width]
+            alone = model(tokens[i : i + 1], source[i : i + 1] if source is not None else None, structure=structure[i : i + 1])
             assert relative_error(together[i : i + 1], alone) < 1e-5, f"{name}: row {i} with per-example positions"
 
 

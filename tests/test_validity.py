@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pebench.results import tables
-from pebench.validity import (compare, cope_beats_relative_past_the_context, dape_beats_its_base, fox_beats_rope_past_the_context, kazemnejad_order, learned_fails_past_training, nope_best_on_sort, press_sinusoidal_explodes_alibi_flat,
+from pebench.validity import (compare, cope_beats_relative_past_the_context, reaches_where_classic_do_not, dape_beats_its_base, fox_beats_rope_past_the_context, kazemnejad_order, learned_fails_past_training, nope_best_on_sort, press_sinusoidal_explodes_alibi_flat,
                               randomized_beats_base, relative_beats_absolute_on_long_sentences, render_plan, seed_plan, settled, validity_section)
 from pebench.verdicts import claim_verdict, judge_pairs
 
@@ -173,7 +173,7 @@ def test_the_section_shows_every_pair_and_counts_the_settled_claims():
     section = validity_section(table)
     assert "| reproduced (4 hold, 0 equivalent, 0 reversed, 0 unresolved) |" in section
     # Settled: claim 1 (4 hold) and claim 4 (nope on sort: 4 hold at every seed, a constant gap).
-    assert "Settled (contradicted by a reversed pair, or no pair unresolved): 2 of 10 claims." in section
+    assert "Settled (contradicted by a reversed pair, or no pair unresolved): 2 of 12 claims." in section
     assert section.count("| nope > t5 ") == 2  # claim 1 on the MRR, claim 4 on sort
     assert re.search(r"\| nope > t5 +\| copy, reverse, sort, addition \| MRR of exact_match +\| 1\.000 vs 0\.500 \| \+0\.500 +\| \[\+0\.500, \+0\.500\]", section)
 
@@ -204,3 +204,26 @@ def test_the_2024_25_encodings_claims_pair_each_with_its_papers_baseline():
     assert outcomes(measured) == {("dape > kerple", "parity_check"): "holds"}
     assert "dape > kerple on lm_long" in measured.not_compared and "dape > kerple on even_pairs" in measured.not_compared
     assert verdict(fox_beats_rope_past_the_context(table)) == verdict(cope_beats_relative_past_the_context(table)) == "not comparable"
+
+
+def grid_record(encoding, seed, diagonal):
+    """A long_addition record (L = 4) whose diagonal cells (n, n) score ``diagonal[n]`` exact match."""
+    data = record("long_addition", encoding, seed, 0.5)
+    cells = [{"cell": [n, n], "n": 2, "metrics": {"sequence_accuracy": value, "exact_match": value}} for n, value in diagonal.items()]
+    data["buckets"][0]["cells"] = [c for c in cells if c["cell"][0] <= 4]
+    data["buckets"][1]["cells"] = [c for c in cells if c["cell"][0] > 4]
+    return data
+
+
+def test_an_arithmetic_encoding_reaches_5x_and_further_than_each_classic_one():
+    # L = 4: abacus keeps exact match 1.0 on the diagonal up to 20 digits (ℓ*/L = 5: 5 - 4.5 =
+    # +0.5 at each seed, holds); nope drops to 0 at 8 (ℓ*/L = 1: abacus ahead by 4, holds); the
+    # other classic encodings have no runs and are named.
+    reach = {n: 1.0 for n in (4, 8, 12, 16, 20)}
+    short = {4: 1.0, 8: 0.0, 12: 0.0, 16: 0.0, 20: 0.0}
+    records = [grid_record("abacus", seed, reach) for seed in range(3)] + [grid_record("nope", seed, short) for seed in range(3)]
+    measured = reaches_where_classic_do_not("abacus")(tables(typed(records)))
+    assert outcomes(measured) == {("abacus ℓ*/L ≥ 5", "long_addition"): "holds", ("abacus > nope", "long_addition"): "holds"}
+    assert [c.means for c in measured.comparisons] == ["5.00", "5.00 vs 1.00"]
+    assert "rope" in measured.not_compared and "fire" in measured.not_compared
+    assert verdict(reaches_where_classic_do_not("position_coupling")(tables(typed(records)))) == "not comparable"

@@ -4,6 +4,6 @@ Built-ins are registered through the ``pebench.encodings`` entry-point group lik
 third-party plugin; see :mod:`pebench.registry`.
 """
 
-from .base import Geometry, PositionalEncoding, PositionLimitError, Site
+from .base import Geometry, PositionalEncoding, PositionLimitError, Site, StructureError
 
-__all__ = ["Geometry", "PositionalEncoding", "PositionLimitError", "Site"]
+__all__ = ["Geometry", "PositionalEncoding", "PositionLimitError", "Site", "StructureError"]

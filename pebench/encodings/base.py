@@ -26,6 +26,12 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
    :meth:`~PositionalEncoding.attend` as ``key_state``. An encoding that returns None (every
    encoding but one that overrides the hook) is called without it, so an ``attend`` written
    before the hook existed keeps working.
+7. Structural positions: positions that only the task knows (a digit's significance in its
+   number; :mod:`pebench.tasks.base`). An encoding that sets ``needs_structure = True`` is given
+   them in :meth:`~PositionalEncoding.batch_positions` as ``structure`` ``[b, s]`` and returns
+   positions made from them (Abacus embeddings, position coupling); the model refuses it with
+   :class:`StructureError` where none are given, and :func:`pebench.train.build_model` refuses
+   it on a task without them, before training. Every other encoding is called as before.
 
 An attention *site* is one attention module of the model: (stack, layer, kind), where stack is
 ``"encoder"`` or ``"decoder"`` and kind is ``"self"`` or ``"cross"``. In cross-attention the
@@ -54,6 +60,10 @@ from ..attention import scaled_dot_product
 
 class PositionLimitError(ValueError):
     """A position beyond what an encoding can represent was asked for."""
+
+
+class StructureError(ValueError):
+    """An encoding that needs structural positions was given none (its task has none)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,7 @@ class PositionalEncoding(nn.Module):
     description: ClassVar[str] = ""
     reference: ClassVar[str] = ""
     per_example_positions: ClassVar[bool] = False  # the hooks take pos [b, s] as well as [s]
+    needs_structure: ClassVar[bool] = False  # batch_positions takes the task's structural positions (hook 7)
     revision: ClassVar[int] = 1  # raised when a change alters what the plugin computes: its records become stale
 
     def __init__(self, geometry: Geometry):
@@ -148,6 +159,8 @@ class PositionalEncoding(nn.Module):
                 whatever batch it is in (its source tokens), from which an encoding that draws
                 at evaluation seeds each example's draw.
             stack: ``"encoder"`` or ``"decoder"``, the stack the positions serve.
+            structure: ``[b, s]`` long, given only to an encoding with ``needs_structure``: the
+                structural position of each token (0 for tokens without one and for padding).
         Raises:
             PositionLimitError: if ``width`` exceeds ``max_positions``.
         """

@@ -6,6 +6,16 @@ for language modelling) registered under the entry-point group ``pebench.tasks``
 A family only produces examples: ``source`` and ``target`` are sequences of symbol ids
 (indices into :attr:`Task.symbols`), and ``length`` is the example's length in the task's unit
 (digits, symbols, subword tokens), which decides its bucket.
+
+*Structural positions* are positions that only the task knows (McLeish et al. 2024,
+arXiv:2405.17399; Cho et al. 2024, arXiv:2405.20671): a task whose examples carry them sets
+``structural = True`` and gives each example's ``structure``, one non-negative integer per source
+symbol (for addition: a digit's significance in its number, 1 for the units; 0 for a symbol that
+is not a digit). An output has one rule, the same for every such task: its k-th token (k = 1,
+2, ...) has structural position k, as the digits of an answer written least-significant first
+have; the model's own tokens (BOS, SEP, EOS, padding) have 0. Encodings that need them
+(:attr:`pebench.PositionalEncoding.needs_structure`) are refused on a task without them, before
+training.
 """
 
 from __future__ import annotations
@@ -20,15 +30,19 @@ from typing import ClassVar
 @dataclass(frozen=True)
 class Example:
     """One input/output pair, as symbol ids, with its length in the task's unit; for tasks
-    scored on text (BLEU, chrF) the raw reference translation; and the number of output slots
-    an encoder-only model gets (``output_slots``; default: one per target symbol, and one more
-    for the end token of a task that has one)."""
+        scored on text (BLEU, chrF) the raw reference translation; and the number of output slots
+        an encoder-only model gets (``output_slots``; default: one per target symbol, and one more
+        for the end token of a task that has one); for a task with structural positions, ``structure``
+    (one per source symbol, see the module docstring), and ``cell``, the example's place in a grid
+    of two lengths (the digits of each operand) where the task evaluates on one."""
 
     source: tuple[int, ...]
     target: tuple[int, ...]
     length: int
     reference: str = ""
     output_slots: int | None = None
+    structure: tuple[int, ...] | None = None
+    cell: tuple[int, int] | None = None
 
     @property
     def slots(self) -> int:
@@ -77,6 +91,7 @@ class TaskFamily(ABC):
 
     description: ClassVar[str] = ""
     reference: ClassVar[str] = ""
+    structural: ClassVar[bool] = False  # its examples carry structural positions (module docstring)
     symbols: list[str]
     data: dict = {}  # provenance of real data (origin, pair counts), stored in the run record; read-only here
 
