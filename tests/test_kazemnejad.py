@@ -1,12 +1,17 @@
 """Kazemnejad et al.'s suite: the PCFG SET interpreter against hand-worked values and against
-every pair PCFG SET publishes (dev, test, productivity test)."""
+every pair PCFG SET publishes (dev, test, productivity test); the eight generated families."""
 
+import json
 import os
+import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from pebench.tasks.kazemnejad import interpret
+from pebench.tasks.base import LengthBucket
+from pebench.tasks.kazemnejad import KAddition, KCopy, KLego, KParity, KPolynomial, KReverse, KSort, KSummation, interpret, number_words
+from tests.test_cli import TINY, pebench
 
 PCFGSET = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "pcfgset"
 
@@ -43,3 +48,118 @@ def test_the_interpreter_reproduces_every_published_pair(split):
     assert len(sources) == len(targets) > 4000
     wrong = [(s, t) for s, t in zip(sources, targets) if " ".join(interpret(s.split())) != t]
     assert not wrong, f"{len(wrong)} of {len(sources)} differ, e.g. {wrong[0]}"
+
+
+# The eight generated families: each example's answer recomputed from its prompt's words by a
+# route of its own (Python's arithmetic on the prompt's text, a walk of the LEGO chain), lengths
+# and token bounds checked on many draws, and hand-worked values.
+
+FAMILIES = [KCopy, KReverse, KAddition, KPolynomial, KSort, KSummation, KParity, KLego]
+
+
+def words(task, example):
+    return [task.symbols[i] for i in example.source], [task.symbols[i] for i in example.target]
+
+
+def answer(target):
+    """The words after 'The answer is', before the final period."""
+    assert target[:3] == ["The", "answer", "is"] and target[-1] == "."
+    return target[3:-1]
+
+
+def test_numbers_are_written_digit_by_digit_as_the_authors_do():
+    assert number_words(-12) == ["-", "1", "2"] and number_words(307) == ["3", "0", "7"]
+
+
+def test_a_polynomial_by_hand():
+    # The authors' example: x = -2, 3 x^2 + (-1) x^0 = 12 - 1 = 11, modulo 10: 1.
+    x, terms = -2, [(3, 2), (-1, 0)]
+    assert sum(c * x**d for c, d in terms) % 10 == 1
+
+
+def test_a_lego_chain_by_hand():
+    # If q = +1, b = - q, k = + b: b = -1, k = -1 (the authors' example).
+    values = {"q": +1}
+    values["b"] = -values["q"]
+    values["k"] = +values["b"]
+    assert values["k"] == -1
+
+
+def resolve(prompt):
+    """The queried LEGO variable's value, walking the chain clause by clause."""
+    clauses, query = " ".join(prompt[1 : prompt.index(".")]).split(" , "), prompt[-2]
+    values = {}
+    for clause in clauses:
+        name, _, *rest = clause.split()
+        values[name] = int(rest[0]) if len(rest) == 1 else (values[rest[1]] if rest[0] == "+" else -values[rest[1]])
+    return "+1" if values[query] > 0 else "-1"
+
+
+def check(task, example):
+    """Recompute the example's target from its prompt, by family."""
+    prompt, target = words(task, example)
+    if isinstance(task, KCopy):
+        assert prompt[0] == "Copy:" and target == prompt[1:]
+    elif isinstance(task, KReverse):
+        assert prompt[0] == "Reverse:" and target == prompt[1:][::-1]
+    elif isinstance(task, KAddition):
+        a, b = "".join(prompt[1 : prompt.index("+")]), "".join(prompt[prompt.index("+") + 1 : -1])
+        assert "".join(answer(target)) == str(int(a) + int(b)) and example.cell == (len(a), len(b))
+        assert example.length == max(len(a), len(b))
+    elif isinstance(task, KPolynomial):
+        x = int("".join(prompt[4 : prompt.index("in")]))
+        expression = "".join(prompt[prompt.index("in") + 1 : -1])  # e.g. 3*x**2+-1*x**0
+        assert "".join(answer(target)) == str(eval(expression, {"x": x}) % 10)  # noqa: S307 - our own generated text
+        assert expression.count("*x**") == example.length
+    elif isinstance(task, KSort):
+        items = [w for w in prompt[prompt.index("[") + 1 : prompt.index("]")] if w != ","]
+        listed_target = [w for w in target[target.index("[") + 1 : target.index("]")] if w != ","]
+        assert listed_target == sorted(items, key=lambda w: int(w[1:])) and len(items) == example.length
+    elif isinstance(task, KSummation):
+        values = [int(w) for w in prompt[1:-1] if w != "+"]
+        assert answer(target) == [str(sum(values) % 10)] and len(values) == example.length
+    elif isinstance(task, KParity):
+        bits = [w for w in prompt if w in ("0", "1")]
+        assert answer(target) == ["Yes" if bits.count("1") % 2 == 0 else "No"] and len(bits) == example.length
+    elif isinstance(task, KLego):
+        assert answer(target) == [resolve(prompt)] and prompt.count("=") == example.length
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.__name__)
+def test_every_example_is_right_in_its_bucket_and_within_the_stated_token_bounds(family):
+    task, rng = family(), random.Random(0)
+    for bucket in (LengthBucket(4, 8), LengthBucket(9, 16)):
+        for example in task.evaluation_examples(rng, bucket, 160):
+            check(task, example)
+            assert example.length in bucket
+            longest_source, longest_target = task.longest_tokens(example.length)
+            assert len(example.source) <= longest_source and len(example.target) <= longest_target
+
+
+def test_addition_trains_on_every_pair_and_tests_every_pair_of_a_length():
+    task = KAddition()
+    stream = task.training_examples(random.Random(0), LengthBucket(1, 3))
+    assert set(Counter(next(stream).cell for _ in range(600))) == {(i, j) for i in range(1, 4) for j in range(1, 4)}
+    cells = Counter(e.cell for e in task.evaluation_examples(random.Random(0), LengthBucket(3, 3), 500))
+    assert set(cells) == {(3, 1), (3, 2), (3, 3), (1, 3), (2, 3)} and min(cells.values()) > 70  # uniform over the 5 pairs
+
+
+def test_lego_queries_the_second_half_of_its_chain():
+    task = KLego()
+    queried = Counter(words(task, task.sample(random.Random(seed), 6))[0][-2] for seed in range(200))
+    assert len(queried) > 10  # letters shuffled per example
+    positions = set()
+    for seed in range(200):
+        prompt, _ = words(task, task.sample(random.Random(seed), 6))
+        names = [prompt[i - 1] for i, w in enumerate(prompt) if w == "="]
+        positions.add(names.index(prompt[-2]))
+    assert positions == {3, 4, 5}  # ceil(6/2) .. 5
+
+
+def test_the_suite_is_listed_and_one_of_its_tasks_runs_end_to_end(tmp_path):
+    listed = pebench("list")
+    assert all(f"kazemnejad  kz_{name}" in listed.stdout for name in ("copy", "reverse", "addition", "polynomial", "sort", "summation", "parity", "lego"))
+    out = pebench("run", "--encoding", "nope", "--task", "kz_lego", "--results", str(tmp_path), *TINY)
+    assert out.returncode == 0, out.stderr
+    record = json.loads(next((tmp_path / "runs" / "kz_lego" / "nope").glob("seed0*.json")).read_text())
+    assert record["status"] == "ok" and [b["bucket"] for b in record["buckets"]] == ["4-8", "9-12", "13-16"]

@@ -1,12 +1,29 @@
-"""Kazemnejad et al.'s decoder-only suite (issue #39), in progress: its PCFG task's interpreter.
+"""Kazemnejad et al.'s decoder-only suite (issue #39): eight generated task families in the
+authors' formats, and the PCFG task's interpreter.
 
 Kazemnejad, Padhi, Natesan Ramamurthy, Das and Reddy 2023, "The Impact of Positional Encoding on
-Length Generalization in Transformers" (arXiv:2305.19466, NeurIPS), take their PCFG task from
-PCFG SET (Hupkes, Dankers, Mul and Bruni 2020, "Compositionality decomposed: how do neural
-networks generalise?", JAIR 67, sec. 3.2): a source is a composition of string-edit functions
-applied to strings of symbols, written in prefix order with ``,`` between the two arguments of a
-binary function; the target is its value.
+Length Generalization in Transformers" (arXiv:2305.19466, NeurIPS). The families follow the
+authors' dataset builders and instance processors (McGill-NLP/length-generalization,
+``scripts/dataset_builders/make_*_dataset.py``, ``src/data/data_instance_processor/*``; notes in
+docs/kazemnejad-builders.md), where they differ from the paper's text the code:
 
+- the prompt and target strings are theirs, one token per word, digit, punctuation mark (the final
+  period apart) and symbol, where the authors use T5's SentencePiece; their ``[SEP]`` (or none,
+  where the prompt ends in ``?`` or ``.``) is pebench's SEP, their ``</s>`` its EOS;
+- lengths: copy and reverse count tokens (train 2-20, test 21-40); the six math and reasoning
+  families use L = 8 (test 9-16) as the authors' runs do (the paper's text says 20), from the
+  builders' default minimum (4; 3 for parity; 1 for addition);
+- copy draws n tokens from 100 distinct symbols (their ``cmc``), reverse likewise (``mc``), sort
+  from 50 (``sngd``), ordered by their index, as the authors order T5 pieces by their place in
+  their list; addition draws each operand's digit count on its own, the length being the longer
+  (their category is the pair, kept as the example's ``cell``); LEGO draws one query per example
+  from its second half, where the builder makes an example of every query of a chain.
+- not here yet: SCAN re-split at 25 actions and PCFG's generator of training sources (PCFG SET's
+  published pairs have no training inputs); :func:`interpret` below is PCFG's interpreter.
+
+PCFG: a source is a composition of string-edit functions applied to strings of symbols, written
+in prefix order with ``,`` between the two arguments of a binary function (Hupkes, Dankers, Mul
+and Bruni 2020, "Compositionality decomposed", JAIR 67, sec. 3.2); the target is its value.
 The ten functions (Hupkes et al. 2020, table 1):
 - unary: ``copy`` (x), ``reverse`` (x backwards), ``shift`` (x's first symbol moved to the end),
   ``echo`` (x and its last symbol again), ``swap_first_last`` (x with its first and last symbols
@@ -20,7 +37,11 @@ productivity test set (``../shared/data/pcfgset``; tests/test_kazemnejad.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Callable, Iterator, Sequence
+
+from .base import Example, LengthBucket
+from .synthetic import SyntheticTask
 
 Symbols = tuple[str, ...]
 
@@ -75,3 +96,204 @@ def _expression(tokens: Symbols, start: int) -> tuple[Symbols, int]:
     if end == start:
         raise ValueError(f"an empty string argument at {start} of a PCFG SET expression")
     return tokens[start:end], end
+
+
+Words = list[str]
+ANSWER = ["The", "answer", "is"]
+DIGITS = [str(d) for d in range(10)]
+
+
+def number_words(value: int) -> Words:
+    """A number as the authors write it (``number_to_string``): its digits one by one, most
+    significant first, ``-`` before a negative one."""
+    return ["-", *str(-value)] if value < 0 else list(str(value))
+
+
+def listed(items: Words) -> Words:
+    """``[ a , b , c ]``: items between brackets, separated by commas."""
+    return ["[", *[word for i, item in enumerate(items) for word in ([","] if i else []) + [item]], "]"]
+
+
+def distinct_symbols(count: int) -> Words:
+    """``count`` distinct symbols, in their order (the authors' list of single T5 pieces)."""
+    return [f"w{i}" for i in range(count)]
+
+
+class PromptTask(SyntheticTask):
+    """A task whose examples are a prompt and a target of words (:meth:`words`), made from an
+    instance of a given length (:meth:`instance`); the vocabulary is the fixed list
+    :attr:`vocabulary`."""
+
+    vocabulary: Words
+
+    def __init__(self):
+        self.symbols = list(dict.fromkeys(self.vocabulary))
+        self.index = {word: i for i, word in enumerate(self.symbols)}
+
+    def words(self, rng: random.Random, length: int) -> tuple[Words, Words]:
+        """The prompt and the target of a random instance of ``length``."""
+        raise NotImplementedError
+
+    def sample(self, rng: random.Random, length: int) -> Example:
+        prompt, target = self.words(rng, length)
+        return Example(tuple(self.index[w] for w in prompt), tuple(self.index[w] for w in target), length)
+
+    def text(self, example: Example) -> str:
+        """The example as the authors' text: prompt, then target (for reading and tests)."""
+        return " ".join(self.symbols[i] for i in example.source) + " | " + " ".join(self.symbols[i] for i in example.target)
+
+
+class KCopy(PromptTask):
+    """Copy n symbols drawn from 100 (the authors' ``cmc``): ``Copy: a b c [SEP] a b c``."""
+
+    description = "Copy n symbols (of 100), Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Copy:", *distinct_symbols(100)]
+
+    def words(self, rng, length):
+        tokens = [rng.choice(self.vocabulary[1:]) for _ in range(length)]
+        return [self.vocabulary[0], *tokens], tokens
+
+    def longest_tokens(self, length):
+        return length + 1, length
+
+
+class KReverse(PromptTask):
+    """Reverse n symbols drawn from 100 (``mc``): ``Reverse: a b c [SEP] c b a``."""
+
+    description = "Reverse n symbols (of 100), Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Reverse:", *distinct_symbols(100)]
+
+    def words(self, rng, length):
+        tokens = [rng.choice(self.vocabulary[1:]) for _ in range(length)]
+        return [self.vocabulary[0], *tokens], tokens[::-1]
+
+    def longest_tokens(self, length):
+        return length + 1, length
+
+
+class KAddition(PromptTask):
+    """``Compute 5 3 7 + 9 1 ? The answer is 6 2 8 .``, digits most significant first; each
+    operand's digit count on its own (uniform over the pairs in training), the length the
+    longer one's."""
+
+    description = "Add two numbers (digits most significant first), Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Compute", "+", "?", *ANSWER, ".", *DIGITS]
+
+    def example(self, rng: random.Random, digits_a: int, digits_b: int) -> Example:
+        a, b = (rng.randint(0 if n == 1 else 10 ** (n - 1), 10**n - 1) for n in (digits_a, digits_b))
+        prompt = ["Compute", *number_words(a), "+", *number_words(b), "?"]
+        target = [*ANSWER, *number_words(a + b), "."]
+        return Example(tuple(self.index[w] for w in prompt), tuple(self.index[w] for w in target), max(digits_a, digits_b), cell=(digits_a, digits_b))
+
+    def sample(self, rng, length):
+        """An example whose longer operand has ``length`` digits: the pair uniform over those."""
+        pair = rng.randrange(2 * length - 1)  # (length, 1..length) then (1..length-1, length)
+        return self.example(rng, length, pair + 1) if pair < length else self.example(rng, pair - length + 1, length)
+
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        while True:
+            yield self.example(rng, rng.randint(lengths.lo, lengths.hi), rng.randint(lengths.lo, lengths.hi))
+
+    def longest_tokens(self, length):
+        return 2 * length + 3, length + 5
+
+
+class KPolynomial(PromptTask):
+    """``Evaluate at x = - 2 in 3 * x ** 2 + - 1 * x ** 0 ? The answer is 1 .``: n terms,
+    coefficients in -3..3, degrees in 0..3, x in -2..2; the value modulo 10 (Python's %, 0..9)."""
+
+    description = "Evaluate a polynomial of n terms modulo 10, Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Evaluate", "at", "x", "=", "in", "*", "**", "+", "-", "?", *ANSWER, ".", *DIGITS]
+
+    def words(self, rng, length):
+        x = rng.randint(-2, 2)
+        terms = [(rng.randint(-3, 3), rng.randint(0, 3)) for _ in range(length)]
+        body = [w for i, (c, d) in enumerate(terms) for w in ([] if i == 0 else ["+"]) + [*number_words(c), "*", "x", "**", *number_words(d)]]
+        value = sum(c * x**d for c, d in terms) % 10
+        return ["Evaluate", "at", "x", "=", *number_words(x), "in", *body, "?"], [*ANSWER, *number_words(value), "."]
+
+    def longest_tokens(self, length):
+        return 7 + 7 * length, 5
+
+
+class KSort(PromptTask):
+    """``Sort the following list [ c , a , b ] . The sorted list is [ a , b , c ] .``: n symbols
+    drawn from 50 (``sngd``), sorted by their place in the list of symbols."""
+
+    description = "Sort n symbols (of 50), Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Sort", "the", "following", "list", "[", ",", "]", ".", "The", "sorted", "is", *distinct_symbols(50)]
+
+    def words(self, rng, length):
+        ranks = [rng.randrange(50) for _ in range(length)]
+        symbols = distinct_symbols(50)
+        return ["Sort", "the", "following", "list", *listed([symbols[r] for r in ranks]), "."], [
+            "The", "sorted", "list", "is", *listed([symbols[r] for r in sorted(ranks)]), ".",
+        ]  # fmt: skip
+
+    def longest_tokens(self, length):
+        return 2 * length + 6, 2 * length + 6
+
+
+class KSummation(PromptTask):
+    """``Compute: 3 + 5 + 9 . [SEP] The answer is 7 .``: n values in 1..9, the sum modulo 10."""
+
+    description = "Sum n digits modulo 10, Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Compute:", "+", ".", *ANSWER, *DIGITS]
+
+    def words(self, rng, length):
+        values = [rng.randint(1, 9) for _ in range(length)]
+        body = [w for i, v in enumerate(values) for w in ([] if i == 0 else ["+"]) + [str(v)]]
+        return ["Compute:", *body, "."], [*ANSWER, str(sum(values) % 10), "."]
+
+    def longest_tokens(self, length):
+        return 2 * length + 1, 5
+
+
+class KParity(PromptTask):
+    """``Is the number of 1's even in the sequence [ 1 , 0 , 1 , 1 ] ? The answer is No .``: n
+    fair bits; Yes when their sum is even."""
+
+    description = "Parity of n bits, Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
+    vocabulary = ["Is", "the", "number", "of", "1's", "even", "in", "sequence", "[", ",", "]", "?", *ANSWER, "Yes", "No", ".", "0", "1"]
+
+    def words(self, rng, length):
+        bits = [rng.randint(0, 1) for _ in range(length)]
+        prompt = ["Is", "the", "number", "of", "1's", "even", "in", "the", "sequence", *listed([str(b) for b in bits]), "?"]
+        return prompt, [*ANSWER, "Yes" if sum(bits) % 2 == 0 else "No", "."]
+
+    def longest_tokens(self, length):
+        return 2 * length + 11, 5
+
+
+class KLego(PromptTask):
+    """``If q = +1 , b = - q , k = + b . Then , what is the value of k ? The answer is -1 .``:
+    a chain of n variables (distinct letters), the first set to +1 or -1, each next one equal to
+    (+) or the negation of (-) the one before; the query one of the chain's second half
+    (variables ceil(n/2) .. n-1, 0-based), as the builder's (Zhang et al. 2022's LEGO)."""
+
+    description = "Resolve a chain of n sign assignments (LEGO), Kazemnejad et al.'s format"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466; Zhang et al. 2022, arXiv:2206.04301"
+    LETTERS = [chr(ord("a") + i) for i in range(26)]
+    vocabulary = ["If", "=", "+1", "-1", "+", "-", ",", ".", "Then", "what", "is", "the", "value", "of", "?", *ANSWER, *LETTERS]
+
+    def words(self, rng, length):
+        if not 2 <= length <= 26:
+            raise ValueError(f"a LEGO chain has 2 to 26 variables (distinct letters); got {length}")
+        names = rng.sample(self.LETTERS, length)
+        bits = [rng.randint(0, 1) for _ in range(length)]
+        clauses = [[names[0], "=", "+1" if bits[0] else "-1"]]
+        clauses += [[names[i], "=", "+" if bits[i] == bits[i - 1] else "-", names[i - 1]] for i in range(1, length)]
+        query = rng.randrange((length + 1) // 2, length)
+        chain = [w for i, c in enumerate(clauses) for w in ([","] if i else []) + c]
+        prompt = ["If", *chain, ".", "Then", ",", "what", "is", "the", "value", "of", names[query], "?"]
+        return prompt, [*ANSWER, "+1" if bits[query] else "-1", "."]
+
+    def longest_tokens(self, length):
+        return 5 * length + 9, 5
