@@ -36,6 +36,17 @@ def test_the_length_split_is_held_out_and_bucketed_by_output_actions(monkeypatch
     assert example.length == len(actions) >= 24 and all(a.startswith("I_") for a in actions) and not any(w.startswith("I_") for w in words)
 
 
+@needs_data
+def test_kazemnejads_resplit_pools_both_files_and_cuts_at_25_actions(monkeypatch):
+    # their make_scan_dataset.py: 20,910 pairs pooled; at most 25 actions: 17,774 (their train
+    # 15,997 and validation 1,777), more: 3,136 (lengths 26-48), as their logged counts
+    monkeypatch.setenv("PEBENCH_DATA", str(DATA))
+    task = resolve(task_card("kz_scan")).task
+    pairs = task.data["pairs"]
+    assert pairs["test"] == 3136 and pairs["train"] + pairs["validation"] + pairs["id_test"] == 17774
+    assert min(e.length for e in task.pools["test"]) == 26 and max(e.length for e in task.pools["train"]) == 25
+
+
 def test_scan_loads_from_the_hub_without_a_data_folder(monkeypatch):
     import datasets
 

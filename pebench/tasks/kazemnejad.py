@@ -18,8 +18,10 @@ docs/kazemnejad-builders.md), where they differ from the paper's text the code:
   their list; addition draws each operand's digit count on its own, the length being the longer
   (their category is the pair, kept as the example's ``cell``); LEGO draws one query per example
   from its second half, where the builder makes an example of every query of a chain.
-- not here yet: SCAN re-split at 25 actions and PCFG's generator of training sources (PCFG SET's
-  published pairs have no training inputs); :func:`interpret` below is PCFG's interpreter.
+- SCAN: the card ``kz_scan`` runs :class:`pebench.tasks.scan.SCAN` on their split (both files
+  pooled, at most 25 actions to train on, 26-48 to test);
+- not here yet: PCFG's generator of training sources (PCFG SET's published pairs have no training
+  inputs); :func:`interpret` below is PCFG's interpreter.
 
 PCFG: a source is a composition of string-edit functions applied to strings of symbols, written
 in prefix order with ``,`` between the two arguments of a binary function (Hupkes, Dankers, Mul

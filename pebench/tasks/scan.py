@@ -6,7 +6,9 @@ Length is the number of output actions. The test file is the OOD evaluation set;
 file is split by a fixed seed into training pairs (90%), the ID validation pairs scored during
 training (5%) and the ID evaluation bucket's pairs (5%), so that neither is trained on.
 Kazemnejad et al. 2023 (arXiv:2305.19466) run it decoder-only with greedy decoding and exact
-match, as pebench's card does.
+match, as pebench's card does. Their own split (``resplit_at = 25``; their
+``make_scan_dataset.py``) pools SCAN's length-split training and test files and cuts the pool by
+output length: at most 25 actions to train on, 26-48 to test.
 
 Data: ``scan/tasks_{train,test}_length.txt`` of the local data folder (``IN: ... OUT: ...`` per
 line, as the authors' repository brendenlake/SCAN ships them), else the Hugging Face hub,
@@ -68,6 +70,9 @@ class SCAN(Task):
         held_out: share of the training file kept out of training, half for validation, half
             for the ID evaluation bucket.
         split_seed: the seed of that split.
+        resplit_at: None for SCAN's own length split; else the longest output (actions) of the
+            training pairs of a split made anew from SCAN's two files pooled, the longer pairs
+            being the test pairs (Kazemnejad et al.'s 25).
     Raises:
         DataNotFoundError: from :func:`load_scan`.
     """
@@ -75,10 +80,14 @@ class SCAN(Task):
     description = "SCAN length split: commands to action sequences, trained on <= 22 actions, tested on 24-48"
     reference = "Lake and Baroni 2018, arXiv:1711.00350; Kazemnejad et al. 2023, arXiv:2305.19466"
 
-    def __init__(self, held_out: float = 0.1, split_seed: int = 0):
+    def __init__(self, held_out: float = 0.1, split_seed: int = 0, resplit_at: int | None = None):
         if not 0 < held_out < 1:
             raise ValueError(f"held_out must lie in (0, 1); got {held_out}")
         train, test, origin = load_scan()
+        if resplit_at is not None:
+            pooled = train + test
+            train = [pair for pair in pooled if len(pair[1].split()) <= resplit_at]
+            test = [pair for pair in pooled if len(pair[1].split()) > resplit_at]
         self.symbols = sorted({word for command, _ in train + test for word in command.split()}) + sorted(
             {action for _, actions in train + test for action in actions.split()}
         )
