@@ -12,8 +12,9 @@ import re
 import numpy as np
 import pytest
 
+from pebench.cards import suite_tasks
 from pebench.results import tables
-from pebench.validity import (compare, cope_beats_relative_past_the_context, reaches_where_classic_do_not, dape_beats_its_base, fox_beats_rope_past_the_context, kazemnejad_order, learned_fails_past_training, nope_best_on_sort, press_sinusoidal_explodes_alibi_flat,
+from pebench.validity import (compare, cope_beats_relative_past_the_context, reaches_where_classic_do_not, dape_beats_its_base, fox_beats_rope_past_the_context, kazemnejad_order, kazemnejad_order_on_their_suite, learned_fails_past_training, nope_best_on_sort, press_sinusoidal_explodes_alibi_flat,
                               randomized_beats_base, relative_beats_absolute_on_long_sentences, render_plan, seed_plan, settled, validity_section)
 from pebench.verdicts import claim_verdict, judge_pairs
 
@@ -102,9 +103,9 @@ def test_learned_positions_below_the_threshold_by_seed():
     assert "learned did not learn ID on most runs, or not run: reverse, sort, addition" == learned([0.0]).not_compared
 
 
-def kazemnejad_records(per_seed_values):
-    """The five encodings on the four synthetic tasks: {encoding: [OOD exact match per seed]}, the same on every task."""
-    return tables(typed([record(task, encoding, seed, 0.5, ood_metric=values[seed]) for task in ("copy", "reverse", "sort", "addition")
+def kazemnejad_records(per_seed_values, tasks=("copy", "reverse", "sort", "addition")):
+    """The five encodings on ``tasks`` (the four synthetic ones): {encoding: [OOD exact match per seed]}, the same on every task."""
+    return tables(typed([record(task, encoding, seed, 0.5, ood_metric=values[seed]) for task in tasks
                    for encoding, values in per_seed_values.items() for seed in range(len(values))]))
 
 
@@ -173,7 +174,7 @@ def test_the_section_shows_every_pair_and_counts_the_settled_claims():
     section = validity_section(table)
     assert "| reproduced (4 hold, 0 equivalent, 0 reversed, 0 unresolved) |" in section
     # Settled: claim 1 (4 hold) and claim 4 (nope on sort: 4 hold at every seed, a constant gap).
-    assert "Settled (contradicted by a reversed pair, or no pair unresolved): 2 of 12 claims." in section
+    assert "Settled (contradicted by a reversed pair, or no pair unresolved): 2 of 13 claims." in section
     assert section.count("| nope > t5 ") == 2  # claim 1 on the MRR, claim 4 on sort
     assert re.search(r"\| nope > t5 +\| copy, reverse, sort, addition \| MRR of exact_match +\| 1\.000 vs 0\.500 \| \+0\.500 +\| \[\+0\.500, \+0\.500\]", section)
 
@@ -227,3 +228,13 @@ def test_an_arithmetic_encoding_reaches_5x_and_further_than_each_classic_one():
     assert [c.means for c in measured.comparisons] == ["5.00", "5.00 vs 1.00"]
     assert "rope" in measured.not_compared and "fire" in measured.not_compared
     assert verdict(reaches_where_classic_do_not("position_coupling")(tables(typed(records)))) == "not comparable"
+
+
+def test_kazemnejads_order_on_their_own_suite_reads_its_tasks_not_the_synthetic_ones():
+    # the order at every seed on the nine tasks of the kazemnejad suite: the four pairs hold; the
+    # same values on the synthetic tasks leave it not comparable (no run on their suite).
+    order = {"nope": [0.9] * 3, "t5": [0.8] * 3, "alibi": [0.7] * 3, "rope": [0.6] * 3, "sinusoidal": [0.5] * 3}
+    theirs = kazemnejad_records(order, suite_tasks("kazemnejad"))
+    assert verdict(kazemnejad_order_on_their_suite(theirs)) == "reproduced (4 hold, 0 equivalent, 0 reversed, 0 unresolved)"
+    assert kazemnejad_order_on_their_suite(theirs).comparisons[0].tasks == suite_tasks("kazemnejad")
+    assert verdict(kazemnejad_order_on_their_suite(kazemnejad_records(order))) == "not comparable"
