@@ -92,6 +92,15 @@ def test_every_encoding_computes_finite_values_at_any_length_it_admits(name):
     # gives finite outputs at every hook, there (xPos overflowed float32 past about 34,850).
     geometry = ModelConfig(d_model=16, n_heads=2, n_layers=1).geometry(LONG, 64)
     encoding = build_encoding(encoding_card(name), geometry).eval()
+    if encoding.needs_structure:  # its positions are ids made from the task's structural positions, up to its table
+        structure = torch.tensor([[0, 1, LONG - 2, LONG - 1]])
+        try:
+            pos = encoding.batch_positions(torch.tensor([4]), 4, structure, "decoder", structure=structure)
+        except PositionLimitError as error:
+            assert f"structural position {LONG - 1}" in str(error)
+            return
+        assert torch.isfinite(encoding.embed(torch.randn(1, 4, 16), pos, "decoder")).all()
+        return
     try:
         encoding.positions(LONG)
     except PositionLimitError as error:

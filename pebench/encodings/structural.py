@@ -71,13 +71,18 @@ class StructuralEmbedding(PositionalEncoding):
             PositionLimitError: if an id is beyond the table.
         """
         ids = self.ids(structure[:, :width], lengths)
+        self.check_ids(ids, f"a token at structural position {int(structure[:, :width].max())} needs")
+        return ids
+
+    def check_ids(self, ids: Tensor, asked: str = "asked for") -> None:
+        """Raise :class:`PositionLimitError` if an id of ``ids`` is beyond the table; ``asked``
+        says where the id came from."""
         largest = int(ids.max())
         if largest > self.max_position:
             raise PositionLimitError(
-                f"encoding '{type(self).__name__}' has embeddings for ids up to {self.max_position}, but a token at structural "
-                f"position {int(structure.max())} needs id {largest}; raise its max_position (--set encoding.max_position={largest})"
+                f"encoding '{type(self).__name__}' has embeddings for ids up to {self.max_position}, but {asked} id {largest}; "
+                f"raise its max_position (--set encoding.max_position={largest})"
             )
-        return ids
 
     def ids(self, structure: Tensor, lengths: Tensor) -> Tensor:
         """Ids ``[b, s]`` from structural positions ``[b, s]`` (``lengths`` ``[b]``: the tokens of
@@ -92,6 +97,12 @@ class StructuralEmbedding(PositionalEncoding):
         return (torch.rand(high.shape, device=high.device) * (high + 1)).long().clamp(max=high)[:, None]
 
     def embed(self, x: Tensor, pos: Tensor, stack: str) -> Tensor:
+        """x plus the table's row of each id: ``[b, s, d]``, pos ``[b, s]`` ids.
+
+        Raises:
+            PositionLimitError: for an id beyond the table.
+        """
+        self.check_ids(pos)
         return x + self.table(pos).to(x.dtype)  # [b, s, d]
 
     def extra_repr(self) -> str:
