@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from pebench.tasks.base import LengthBucket
-from pebench.tasks.kazemnejad import KAddition, KCopy, KLego, KParity, KPolynomial, KReverse, KSort, KSummation, interpret, number_words
+from pebench.tasks.kazemnejad import (
+    BINARY, PCFG_BINARY, PCFG_FUNCTION_COUNTS, PCFG_STRING_LENGTHS, PCFG_SYMBOLS, UNARY, KAddition, KCopy, KLego, KParity, KPCFG, KPolynomial, KReverse,
+    KSort, KSummation, count_functions, interpret, number_words,
+)
 from tests.test_cli import TINY, pebench
 
 PCFGSET = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")) / "pcfgset"
@@ -163,3 +166,64 @@ def test_the_suite_is_listed_and_one_of_its_tasks_runs_end_to_end(tmp_path):
     assert out.returncode == 0, out.stderr
     record = json.loads(next((tmp_path / "runs" / "kz_lego" / "nope").glob("seed0*.json")).read_text())
     assert record["status"] == "ok" and [b["bucket"] for b in record["buckets"]] == ["4-8", "9-12", "13-16"]
+
+
+# PCFG: the generator's fitted numbers recomputed from PCFG SET's files, the sources it makes
+# (exactly the functions asked for, PCFG SET's symbols and string lengths, parsed back by the
+# interpreter that reproduces every published pair), their spread over 1-8 functions against the
+# data's, and the evaluation pools.
+needs_pcfgset = pytest.mark.skipif(not PCFGSET.is_dir(), reason=f"PCFG SET is not at {PCFGSET}")
+
+
+def strings_of(source):
+    """The lengths of the symbol strings of a source."""
+    runs, run = [], 0
+    for word in [*source, ","]:
+        if word in UNARY or word in BINARY or word == ",":
+            runs += [run] if run else []
+            run = 0
+        else:
+            run += 1
+    return runs
+
+
+@needs_pcfgset
+def test_the_fitted_numbers_are_pcfgsets_own():
+    sources = [line.split() for name in ("dev", "test") for line in (PCFGSET / "pcfgset" / f"{name}.src").read_text().splitlines()]
+    counts = Counter(count_functions(s) for s in sources)
+    assert {n: counts[n] for n in range(1, 9)} == PCFG_FUNCTION_COUNTS
+    binary = sum(w in BINARY for s in sources for w in s) / sum(count_functions(s) for s in sources)
+    assert binary == pytest.approx(PCFG_BINARY, abs=1e-4)
+    lengths = Counter(n for s in sources for n in strings_of(s))
+    assert {n: c / sum(lengths.values()) for n, c in lengths.items()} == pytest.approx(PCFG_STRING_LENGTHS, abs=1e-4)
+    assert {w for s in sources for w in s if w not in UNARY and w not in BINARY and w != ","} == set(PCFG_SYMBOLS)
+
+
+@needs_pcfgset
+def test_pcfg_training_sources_follow_the_data_and_parse(monkeypatch):
+    monkeypatch.setenv("PEBENCH_DATA", str(PCFGSET.parent))
+    task = KPCFG()
+    assert task.data["pairs"] == {"validation": 4249, "id_test": 8551, "test": 11333}
+    for n in (1, 4, 8):
+        source = task.generate(random.Random(n), n)
+        assert count_functions(source) == n and set(strings_of(source)) <= {2, 3, 4, 5}
+        interpret(source)  # one whole expression, or ValueError
+    stream = task.training_examples(random.Random(0), LengthBucket(1, 8))
+    drawn = [next(stream) for _ in range(4000)]
+    spread = Counter(e.length for e in drawn)
+    total = sum(PCFG_FUNCTION_COUNTS.values())
+    assert {n: spread[n] / 4000 for n in range(1, 9)} == pytest.approx({n: c / total for n, c in PCFG_FUNCTION_COUNTS.items()}, abs=0.025)
+    example = drawn[0]
+    words = [task.symbols[i] for i in example.source]
+    assert words[0] == "Solve:" and tuple(task.symbols[i] for i in example.target) == interpret(words[1:])
+    assert all(len(e.target) <= task.longest_tokens(e.length)[1] and len(e.source) <= task.longest_tokens(e.length)[0] for e in drawn)
+    ood = task.evaluation_examples(random.Random(0), LengthBucket(17, 35), 50)
+    assert len(ood) == 50 and all(17 <= e.length <= 35 for e in ood)
+
+
+def test_pcfg_without_its_files_says_where_to_put_them(monkeypatch, tmp_path):
+    from pebench.data import DataNotFoundError
+
+    monkeypatch.setenv("PEBENCH_DATA", str(tmp_path))
+    with pytest.raises(DataNotFoundError, match=r"put pcfgset/\{dev,test\}.\{src,tgt\} and productivity/test.\{src,tgt\} there"):
+        KPCFG()

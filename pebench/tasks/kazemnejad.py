@@ -20,8 +20,12 @@ docs/kazemnejad-builders.md), where they differ from the paper's text the code:
   from its second half, where the builder makes an example of every query of a chain.
 - SCAN: the card ``kz_scan`` runs :class:`pebench.tasks.scan.SCAN` on their split (both files
   pooled, at most 25 actions to train on, 26-48 to test);
-- not here yet: PCFG's generator of training sources (PCFG SET's published pairs have no training
-  inputs); :func:`interpret` below is PCFG's interpreter.
+- PCFG (:class:`KPCFG`): their productivity split of PCFG SET, evaluated on PCFG SET's own
+  productivity test (9-35 functions) and held-out pairs of its dev and test sets (1-8); the
+  training sources, which PCFG SET's published files lack, come from a generator of the grammar
+  fitted to PCFG SET's dev and test sources (how many functions, their binary share, string
+  lengths: :data:`PCFG_FUNCTION_COUNTS`, :data:`PCFG_BINARY`, :data:`PCFG_STRING_LENGTHS`; the tree
+  shapes are pebench's, not Hupkes et al.'s), each output computed by :func:`interpret`.
 
 PCFG: a source is a composition of string-edit functions applied to strings of symbols, written
 in prefix order with ``,`` between the two arguments of a binary function (Hupkes, Dankers, Mul
@@ -42,7 +46,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 
-from .base import Example, LengthBucket
+from ..data import DataNotFoundError, data_root
+from .base import Example, LengthBucket, Task
 from .synthetic import SyntheticTask
 
 Symbols = tuple[str, ...]
@@ -299,3 +304,117 @@ class KLego(PromptTask):
 
     def longest_tokens(self, length):
         return 5 * length + 9, 5
+
+
+# PCFG SET's sources, fitted (their dev and test sets, 14,581 sources): how many have 1, ..., 8
+# functions, the binary share of the functions (29,816 of 75,071) and the share of each string
+# length (2-5 symbols, of 44,397 strings).
+PCFG_FUNCTION_COUNTS = {1: 225, 2: 1870, 3: 2827, 4: 2745, 5: 1931, 6: 1495, 7: 967, 8: 740}
+PCFG_BINARY = 0.3972
+PCFG_STRING_LENGTHS = {2: 0.1593, 3: 0.2970, 4: 0.2770, 5: 0.2667}
+PCFG_SYMBOLS = [f"{letter}{number}" for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" for number in range(1, 21)]  # 520
+
+
+def count_functions(source: Sequence[str]) -> int:
+    """The number of function words of a PCFG SET source: its length in Kazemnejad et al.'s split."""
+    return sum(word in UNARY or word in BINARY for word in source)
+
+
+def read_pcfg(folder, name: str) -> list[tuple[Symbols, Symbols]]:
+    """(source, target) token pairs of PCFG SET's ``<name>.src`` and ``.tgt`` in ``folder``.
+
+    Raises:
+        ValueError: if the two files' line counts differ.
+    """
+    sources, targets = ((folder / f"{name}.{side}").read_text(encoding="utf-8").splitlines() for side in ("src", "tgt"))
+    if len(sources) != len(targets):
+        raise ValueError(f"{folder / name}: {len(sources)} sources but {len(targets)} targets")
+    return [(tuple(s.split()), tuple(t.split())) for s, t in zip(sources, targets)]
+
+
+class KPCFG(Task):
+    """Kazemnejad et al.'s PCFG task: ``Solve: <source> [SEP] <target>``, the length the number of
+    functions of the source (module docstring).
+
+    Data: ``pcfgset/pcfgset/{dev,test}.{src,tgt}`` and ``pcfgset/productivity/test.{src,tgt}`` of
+    the local data folder (github.com/i-machine-think/am-i-compositional, data/pcfgset/); no hub
+    copy is known, so without them the task says where to put them.
+
+    Args:
+        generated_longest: a generated training pair is kept only if its output is no longer than
+            PCFG SET's longest at its number of functions (True), so that training sequences stay
+            within the lengths the evaluation sets reach.
+    Raises:
+        DataNotFoundError: without the local files.
+    """
+
+    description = "PCFG SET's productivity split: string-edit function compositions, 1-8 functions in training, 9-35 in test"
+    reference = "Kazemnejad et al. 2023, arXiv:2305.19466; Hupkes et al. 2020, JAIR 67"
+
+    def __init__(self, generated_longest: bool = True):
+        root = data_root()
+        folder = root / "pcfgset" if root is not None else None
+        names = ("pcfgset/dev", "pcfgset/test", "productivity/test")
+        if folder is None or not all((folder / f"{name}.{side}").is_file() for name in names for side in ("src", "tgt")):
+            raise DataNotFoundError(
+                f"PCFG SET is not in {folder or '$PEBENCH_DATA (unset)'}: put pcfgset/{{dev,test}}.{{src,tgt}} and productivity/test.{{src,tgt}} "
+                "there (github.com/i-machine-think/am-i-compositional, data/pcfgset/) and pass --data-dir"
+            )
+        dev, test, productivity = (read_pcfg(folder, name) for name in names)
+        self.symbols = ["Solve:", *UNARY, *BINARY, SEPARATOR, *PCFG_SYMBOLS]
+        self.index = {word: i for i, word in enumerate(self.symbols)}
+        self.pools = {
+            "validation": [self.encode(*pair) for pair in dev if count_functions(pair[0]) <= 8],
+            "id_test": [self.encode(*pair) for pair in test if count_functions(pair[0]) <= 8],
+            "test": [self.encode(*pair) for pair in productivity],
+        }
+        self.longest = {}
+        for source, target in dev + test + productivity:
+            n = count_functions(source)
+            self.longest[n] = max(self.longest.get(n, 0), len(target))
+        self.generated_longest = generated_longest
+        self.data = {"origin": f"local:{folder.resolve()}", "pairs": {name: len(pool) for name, pool in self.pools.items()}}
+
+    def encode(self, source: Symbols, target: Symbols) -> Example:
+        """A pair as an example: ``Solve:`` and the source, the target; its number of functions."""
+        return Example((self.index["Solve:"], *(self.index[w] for w in source)), tuple(self.index[w] for w in target), count_functions(source))
+
+    def longest_tokens(self, length: int) -> tuple[int, int]:
+        """Sources: ``Solve:``, the functions, and at most one 5-symbol string and a separator per
+        binary function and one more; outputs: PCFG SET's longest at this many functions (its
+        longest overall where it has none)."""
+        return 1 + length + 6 * length + 5, self.longest.get(length, max(self.longest.values()))
+
+    def generate(self, rng: random.Random, functions: int) -> list[str]:
+        """A source with ``functions`` functions, in prefix order: each function binary with
+        probability :data:`PCFG_BINARY` (its arguments sharing the remaining functions, split
+        uniformly), each string of 2-5 symbols as :data:`PCFG_STRING_LENGTHS`."""
+        if functions == 0:
+            size = rng.choices(list(PCFG_STRING_LENGTHS), weights=list(PCFG_STRING_LENGTHS.values()))[0]
+            return [rng.choice(PCFG_SYMBOLS) for _ in range(size)]
+        if rng.random() >= PCFG_BINARY:
+            return [rng.choice(list(UNARY)), *self.generate(rng, functions - 1)]
+        first = rng.randint(0, functions - 1)
+        return [rng.choice(list(BINARY)), *self.generate(rng, first), SEPARATOR, *self.generate(rng, functions - 1 - first)]
+
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        counts = {n: share for n, share in PCFG_FUNCTION_COUNTS.items() if n in lengths}
+        if not counts:
+            raise ValueError(f"PCFG SET's training sources have 1-8 functions; none in {lengths.label}")
+        while True:
+            source = self.generate(rng, rng.choices(list(counts), weights=list(counts.values()))[0])
+            target = interpret(source)
+            if self.generated_longest and len(target) > self.longest_tokens(count_functions(source))[1]:
+                continue
+            yield self.encode(tuple(source), target)
+
+    def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
+        """PCFG SET's pairs in ``bucket`` (its productivity test past 8 functions, held-out test
+        pairs within): all when ``n`` is 0, else ``n`` drawn with ``rng``, in their order."""
+        pool = [e for e in self.pools["id_test"] + self.pools["test"] if e.length in bucket]
+        return pool if not n or n >= len(pool) else [pool[i] for i in sorted(rng.sample(range(len(pool)), n))]
+
+    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+        """PCFG SET's dev pairs of 1-8 functions."""
+        pool = [e for e in self.pools["validation"] if e.length in lengths]
+        return pool if not n or n >= len(pool) else [pool[i] for i in sorted(rng.sample(range(len(pool)), n))]
