@@ -164,6 +164,17 @@ def extrapolation_metric(runs: pd.DataFrame) -> str | None:
     return metric if metric in runs["metrics"].iloc[0] else None
 
 
+def on_diagonal(table: Tables, runs: pd.DataFrame) -> bool:
+    """Whether ``runs`` scored a grid of two operand lengths, whose diagonal is their per-length
+    curve (:func:`length_scores`)."""
+    return bool(table.cells.run.isin(runs.run).any())
+
+
+def reach_label(metric: str, threshold: float, diagonal: bool = False) -> str:
+    """The header of an ℓ*/L column: the metric, τ and, for a grid task, that it reads the diagonal."""
+    return f"ℓ*/L ({metric} ≥ {threshold:g}{', diagonal' if diagonal else ''})"
+
+
 def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The per-length curve of ``metric`` for ``runs``: rows (run, length, value). For a task
     that scores a grid of two operand lengths, its diagonal (both operands of n digits, the
@@ -186,8 +197,9 @@ def reach_columns(table: Tables, runs: pd.DataFrame) -> dict[str, pd.Series]:
         return {}
     wide = lengths.pivot_table(index="run", columns="length", values="value", aggfunc="first", dropna=False).reindex(index=runs.run).astype(float)
     train = runs.set_index("run")["train_hi"]
+    diagonal = on_diagonal(table, runs)
     return {
-        f"ℓ*/L ({metric} ≥ {threshold:g})": pd.Series([extrapolation_length(wide.loc[run], train[run], threshold) for run in runs.run], index=runs.run)
+        reach_label(metric, threshold, diagonal): pd.Series([extrapolation_length(wide.loc[run], train[run], threshold) for run in runs.run], index=runs.run)
         for threshold in EXTRAPOLATION_THRESHOLDS
     }
 

@@ -176,7 +176,11 @@ def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     for axes in list(panels.flat)[len(encodings) :]:
         axes.axis("off")
     figure.colorbar(image, ax=panels.ravel().tolist(), shrink=0.8, label=metric)
-    figure.suptitle(_title(f"{name}: {metric} per operand lengths, mean over runs (white box: the training lengths, 1-{train})"), fontsize=10)
+    sizes = cells.drop_duplicates(["run", "a", "b"]).groupby([cells.a == cells.b])["n"]
+    counted = ", ".join(
+        f"{'diagonal' if diagonal else 'other'} cells {low}-{high} examples a run" for diagonal, (low, high) in sizes.agg(["min", "max"]).iterrows()
+    )
+    figure.suptitle(_title(f"{name}: {metric} per operand lengths, mean over runs (white box: the training lengths, 1-{train}; {counted})"), fontsize=10)
     figure.savefig(path, metadata={"Software": None})
     plt.close(figure)
 

@@ -93,3 +93,8 @@ def test_per_example_positions_give_each_row_what_its_own_positions_give_it(name
 def test_randomized_refuses_a_base_that_takes_no_per_example_positions():
     with pytest.raises(ValueError, match=r"base 'relative' \(Relative\) cannot take .*per_example_positions is False"):
         build("randomized", base="relative")
+
+
+def test_randomized_refuses_a_base_that_takes_its_positions_from_the_task():
+    with pytest.raises(ValueError, match=r"base 'abacus' \(Abacus\) takes its positions from the task's structural positions; choose another base"):
+        build("randomized", base="abacus")

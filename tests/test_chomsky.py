@@ -175,6 +175,9 @@ class CorrectNextToken(torch.nn.Module):
         self.gold = {(BOS, *(s + FIRST_SYMBOL for s in e.source), SEP): target_tokens(e, "decoder") for e in examples}
         self.vocab = FIRST_SYMBOL + 8
 
+    def batch_positions(self, lengths, width, identity, stack, structure=None):
+        return self.encoding.batch_positions(lengths, width, identity, stack)  # as Transformer.batch_positions
+
     def decode(self, tokens, pos, cache, memory=None):
         rows = cache["rows"] = [old + new for old, new in zip(cache.get("rows", [[]] * len(tokens)), tokens.tolist())]
         logits = torch.zeros(len(rows), tokens.shape[1], self.vocab)

@@ -74,18 +74,45 @@ def test_numbers_are_written_digit_by_digit_as_the_authors_do():
     assert number_words(-12) == ["-", "1", "2"] and number_words(307) == ["3", "0", "7"]
 
 
+def operands(prompt):
+    """The two numbers of an addition prompt ``Compute a + b ?``, as digit strings."""
+    return "".join(prompt[1 : prompt.index("+")]), "".join(prompt[prompt.index("+") + 1 : -1])
+
+
+class Scripted(random.Random):
+    """A random source that answers randint, randrange and sample with the values given, in order."""
+
+    def __init__(self, *values):
+        super().__init__(0)
+        self.values = list(values)
+
+    def randint(self, a, b):
+        return self.values.pop(0)
+
+    def randrange(self, *args):
+        return self.values.pop(0)
+
+    def sample(self, population, k):
+        return self.values.pop(0)
+
+
 def test_a_polynomial_by_hand():
     # The authors' example: x = -2, 3 x^2 + (-1) x^0 = 12 - 1 = 11, modulo 10: 1.
-    x, terms = -2, [(3, 2), (-1, 0)]
-    assert sum(c * x**d for c, d in terms) % 10 == 1
+    prompt, target = KPolynomial().words(Scripted(-2, 3, 2, -1, 0), 2)
+    assert " ".join(prompt) == "Evaluate at x = - 2 in 3 * x ** 2 + - 1 * x ** 0 ?" and " ".join(target) == "The answer is 1 ."
 
 
 def test_a_lego_chain_by_hand():
-    # If q = +1, b = - q, k = + b: b = -1, k = -1 (the authors' example).
-    values = {"q": +1}
-    values["b"] = -values["q"]
-    values["k"] = +values["b"]
-    assert values["k"] == -1
+    # q = +1 (bit 1), b = - q (bit 0), k = + b (bit 0): k = -1 (the authors' example), query k (index 2).
+    prompt, target = KLego().words(Scripted(["q", "b", "k"], 1, 0, 0, 2), 3)
+    assert " ".join(prompt) == "If q = +1 , b = - q , k = + b . Then , what is the value of k ?" and " ".join(target) == "The answer is -1 ."
+
+
+def test_parity_and_summation_by_hand():
+    # bits 1 0 1 1: three 1s, odd: No; 3 + 5 + 9 = 17: 7.
+    assert " ".join(KParity().words(Scripted(1, 0, 1, 1), 4)[1]) == "The answer is No ."
+    prompt, target = KSummation().words(Scripted(3, 5, 9), 3)
+    assert " ".join(prompt) == "Compute: 3 + 5 + 9 ." and " ".join(target) == "The answer is 7 ."
 
 
 def resolve(prompt):
@@ -106,9 +133,8 @@ def check(task, example):
     elif isinstance(task, KReverse):
         assert prompt[0] == "Reverse:" and target == prompt[1:][::-1]
     elif isinstance(task, KAddition):
-        a, b = "".join(prompt[1 : prompt.index("+")]), "".join(prompt[prompt.index("+") + 1 : -1])
-        assert "".join(answer(target)) == str(int(a) + int(b)) and example.cell == (len(a), len(b))
-        assert example.length == max(len(a), len(b))
+        a, b = operands(prompt)
+        assert "".join(answer(target)) == str(int(a) + int(b)) and example.length == max(len(a), len(b))
     elif isinstance(task, KPolynomial):
         x = int("".join(prompt[4 : prompt.index("in")]))
         expression = "".join(prompt[prompt.index("in") + 1 : -1])  # e.g. 3*x**2+-1*x**0
@@ -141,9 +167,12 @@ def test_every_example_is_right_in_its_bucket_and_within_the_stated_token_bounds
 
 def test_addition_trains_on_every_pair_and_tests_every_pair_of_a_length():
     task = KAddition()
+    def cell(example):
+        return tuple(len(number) for number in operands(words(task, example)[0]))
+
     stream = task.training_examples(random.Random(0), LengthBucket(1, 3))
-    assert set(Counter(next(stream).cell for _ in range(600))) == {(i, j) for i in range(1, 4) for j in range(1, 4)}
-    cells = Counter(e.cell for e in task.evaluation_examples(random.Random(0), LengthBucket(3, 3), 500))
+    assert set(Counter(cell(next(stream)) for _ in range(600))) == {(i, j) for i in range(1, 4) for j in range(1, 4)}
+    cells = Counter(cell(e) for e in task.evaluation_examples(random.Random(0), LengthBucket(3, 3), 500))
     assert set(cells) == {(3, 1), (3, 2), (3, 3), (1, 3), (2, 3)} and min(cells.values()) > 70  # uniform over the 5 pairs
 
 

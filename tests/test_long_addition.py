@@ -74,3 +74,33 @@ def test_a_run_on_long_addition_records_the_score_of_every_grid_cell(tmp_path):
     # every length has 20 examples: 10 on the diagonal, 10 over its other cells
     assert cells[(4, 4)] == 10 and cells[(1, 1)] == 20 and sum(cells.values()) == 80
     assert set(cells) == {(i, j) for i in range(1, 5) for j in range(1, 5)}
+
+
+@pytest.mark.parametrize("encoding, seed, init_std", [("abacus", 0, 4.0), ("position_coupling", 1, 16.0)])
+def test_greedy_decoding_gives_each_output_token_the_structural_position_teacher_forcing_gives_it(encoding, seed, init_std):
+    # An untrained model's greedy outputs (its position table scaled up, so that they vary), read back in one pass after the prompt with structural
+    # positions written by hand (BOS 0, the source's, SEP 0, then 1, 2, ... for the outputs), must
+    # be its argmax at every output position: decoding gives the k-th generated token k.
+    import torch
+
+    from pebench.batching import BOS, FIRST_SYMBOL, SEP
+    from pebench.cards import encoding_card, task_card
+    from pebench.evaluation import predict
+    from pebench.protocol import resolve
+    from pebench.train import build_model
+
+    protocol = resolve(task_card("long_addition"))
+    examples = protocol.task.evaluation_examples(random.Random(0), LengthBucket(5, 15, 5), 12)
+    torch.manual_seed(seed)
+    card = encoding_card(encoding)
+    card["params"]["init_std"] = init_std  # position embeddings large beside the tokens': each output depends on where it is
+    model = build_model(protocol, card, 64, 40).eval()
+    generated = predict(model, protocol, examples, torch.device("cpu")).tokens
+    assert len({token for tokens in generated for token in tokens}) > 5  # digits, not one token again and again
+    for example, tokens in zip(examples, generated):
+        prompt = [BOS, *(s + FIRST_SYMBOL for s in example.source), SEP]
+        read = torch.tensor([prompt + tokens[:-1]])
+        structure = torch.tensor([[0, *example.structure, 0, *range(1, len(tokens))]])
+        with torch.no_grad():
+            argmax = model(read, structure=structure).argmax(-1)[0]
+        assert argmax[len(prompt) - 1 :].tolist() == tokens  # the SEP's row predicts the first output token

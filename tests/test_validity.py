@@ -224,7 +224,7 @@ def test_an_arithmetic_encoding_reaches_5x_and_further_than_each_classic_one():
     short = {4: 1.0, 8: 0.0, 12: 0.0, 16: 0.0, 20: 0.0}
     records = [grid_record("abacus", seed, reach) for seed in range(3)] + [grid_record("nope", seed, short) for seed in range(3)]
     measured = reaches_where_classic_do_not("abacus")(tables(typed(records)))
-    assert outcomes(measured) == {("abacus ℓ*/L ≥ 5", "long_addition"): "holds", ("abacus > nope", "long_addition"): "holds"}
+    assert outcomes(measured) == {("abacus reaches 5L (ℓ*/L > 4.5, the grid's last step)", "long_addition"): "holds", ("abacus > nope", "long_addition"): "holds"}
     assert [c.means for c in measured.comparisons] == ["5.00", "5.00 vs 1.00"]
     assert "rope" in measured.not_compared and "fire" in measured.not_compared
     assert verdict(reaches_where_classic_do_not("position_coupling")(tables(typed(records)))) == "not comparable"

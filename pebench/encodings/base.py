@@ -159,8 +159,9 @@ class PositionalEncoding(nn.Module):
                 whatever batch it is in (its source tokens), from which an encoding that draws
                 at evaluation seeds each example's draw.
             stack: ``"encoder"`` or ``"decoder"``, the stack the positions serve.
-            structure: ``[b, s]`` long, given only to an encoding with ``needs_structure``: the
-                structural position of each token (0 for tokens without one and for padding).
+            structure: ``[b, s]`` long, given (as a keyword) only to an encoding with
+                ``needs_structure``, whose override adds it to its signature: the structural
+                position of each token (0 for tokens without one and for padding).
         Raises:
             PositionLimitError: if ``width`` exceeds ``max_positions``.
         """

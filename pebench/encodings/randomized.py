@@ -77,6 +77,11 @@ class Randomized(PositionalEncoding):
         self.stride = max(1, self.max_position // geometry.max_length)
         self.max_positions = self.max_position
         inner = plugin(ENCODINGS, base)
+        if inner.needs_structure:
+            raise ValueError(
+                f"randomized positions replace the positions of their base, but the base '{base}' ({inner.__name__}) takes its "
+                "positions from the task's structural positions; choose another base"
+            )
         if not inner.per_example_positions:
             raise ValueError(
                 f"randomized positions draw each example's own positions, which the base '{base}' ({inner.__name__}) "

@@ -70,15 +70,18 @@ class StructuralEmbedding(PositionalEncoding):
         Raises:
             PositionLimitError: if an id is beyond the table.
         """
+        if structure.shape[1] < width:
+            raise ValueError(f"structural positions for {structure.shape[1]} tokens were given for a batch of {width}: give one per token")
         ids = self.ids(structure[:, :width], lengths)
-        self.check_ids(ids, f"a token at structural position {int(structure[:, :width].max())} needs")
+        self.check_ids(ids, structure[:, :width])
         return ids
 
-    def check_ids(self, ids: Tensor, asked: str = "asked for") -> None:
-        """Raise :class:`PositionLimitError` if an id of ``ids`` is beyond the table; ``asked``
-        says where the id came from."""
+    def check_ids(self, ids: Tensor, structure: Tensor | None = None) -> None:
+        """Raise :class:`PositionLimitError` if an id of ``ids`` is beyond the table, naming the
+        structural position it came from when ``structure`` is given."""
         largest = int(ids.max())
         if largest > self.max_position:
+            asked = "asked for" if structure is None else f"a token at structural position {int(structure.max())} needs"
             raise PositionLimitError(
                 f"encoding '{type(self).__name__}' has embeddings for ids up to {self.max_position}, but {asked} id {largest}; "
                 f"raise its max_position (--set encoding.max_position={largest})"

@@ -13,9 +13,9 @@ zero padding, the loss on the answer only; they score exact match on a grid of o
   output rule, which is exact for an answer written least-significant first.
 - training: both operand lengths uniform in the training range, on their own;
 - evaluation at length n: half the examples on the grid's diagonal (both operands n digits: the
-  per-length curve and the extrapolation length of :mod:`pebench.statistics` read these through
-  the cells), the other half spread evenly over the other cells (i, j) of the grid with
-  max(i, j) = n, i and j among the card's ``grid`` lengths.
+  per-length curve and the extrapolation length of :mod:`pebench.leaderboards` read these through
+  the cells), the other half spread over the other cells (i, j) of the grid with max(i, j) = n,
+  i and j among the card's ``grid`` lengths (:meth:`LongAddition.at_length`).
 
 Where it differs from McLeish et al.: pebench's model is a small pre-LN decoder trained for
 minutes on 2 CPU cores (theirs: 16 layers, a GPU-day), L = 10 instead of 20, and a coarser grid
@@ -77,7 +77,10 @@ class LongAddition(Task):
         return [e for length, count in zip(lengths, per_length) for e in self.at_length(rng, length, count)]
 
     def at_length(self, rng: random.Random, length: int, count: int) -> list[Example]:
-        """``count`` examples whose longer operand has ``length`` digits (module docstring)."""
+        """``count`` examples whose longer operand has ``length`` digits: half (rounded up) on the
+        diagonal, the rest cycling through the other cells in the order (i, length) for each grid
+        length i below it, then (length, j) likewise, so that where they do not divide evenly the
+        (i, length) cells get one more (module docstring)."""
         if length not in self.grid:
             raise ValueError(f"long_addition evaluates on its grid {self.grid}; length {length} is not in it: add it to params.grid")
         others = [(i, length) for i in self.grid if i < length] + [(length, j) for j in self.grid if j < length]

@@ -30,11 +30,11 @@ from typing import ClassVar
 @dataclass(frozen=True)
 class Example:
     """One input/output pair, as symbol ids, with its length in the task's unit; for tasks
-        scored on text (BLEU, chrF) the raw reference translation; and the number of output slots
-        an encoder-only model gets (``output_slots``; default: one per target symbol, and one more
-        for the end token of a task that has one); for a task with structural positions, ``structure``
-    (one per source symbol, see the module docstring), and ``cell``, the example's place in a grid
-    of two lengths (the digits of each operand) where the task evaluates on one."""
+    scored on text (BLEU, chrF) the raw reference translation; the number of output slots an
+    encoder-only model gets (``output_slots``; default: one per target symbol, and one more for the
+    end token of a task that has one); for a task with structural positions, ``structure`` (one
+    per source symbol, see the module docstring); and ``cell``, the example's place in a grid of
+    two lengths (the digits of each operand) where the task evaluates on one."""
 
     source: tuple[int, ...]
     target: tuple[int, ...]

@@ -1,5 +1,5 @@
-"""Kazemnejad et al.'s decoder-only suite (issue #39): eight generated task families in the
-authors' formats, and the PCFG task's interpreter.
+"""Kazemnejad et al.'s decoder-only suite (issue #39): their task families in the authors'
+formats (eight generated here, PCFG from PCFG SET; SCAN in :mod:`pebench.tasks.scan`).
 
 Kazemnejad, Padhi, Natesan Ramamurthy, Das and Reddy 2023, "The Impact of Positional Encoding on
 Length Generalization in Transformers" (arXiv:2305.19466, NeurIPS). The families follow the
@@ -16,10 +16,11 @@ docs/kazemnejad-builders.md), where they differ from the paper's text the code:
 - copy draws n tokens from 100 distinct symbols (their ``cmc``), reverse likewise (``mc``), sort
   from 50 (``sngd``), ordered by their index, as the authors order T5 pieces by their place in
   their list; addition draws each operand's digit count on its own, the length being the longer
-  (their category is the pair, kept as the example's ``cell``); LEGO draws one query per example
+  (their category is the pair); LEGO draws one query per example
   from its second half, where the builder makes an example of every query of a chain.
 - SCAN: the card ``kz_scan`` runs :class:`pebench.tasks.scan.SCAN` on their split (both files
-  pooled, at most 25 actions to train on, 26-48 to test);
+  pooled, at most 25 actions to train on, 26-48 to test), with SCAN's own words and actions (their
+  ``Solve:`` prefix and renamed actions change no token's identity);
 - PCFG (:class:`KPCFG`): their productivity split of PCFG SET, evaluated on PCFG SET's own
   productivity test (9-35 functions) and held-out pairs of its dev and test sets (1-8); the
   training sources, which PCFG SET's published files lack, come from a generator of the grammar
@@ -193,7 +194,7 @@ class KAddition(PromptTask):
         a, b = (rng.randint(0 if n == 1 else 10 ** (n - 1), 10**n - 1) for n in (digits_a, digits_b))
         prompt = ["Compute", *number_words(a), "+", *number_words(b), "?"]
         target = [*ANSWER, *number_words(a + b), "."]
-        return Example(tuple(self.index[w] for w in prompt), tuple(self.index[w] for w in target), max(digits_a, digits_b), cell=(digits_a, digits_b))
+        return Example(tuple(self.index[w] for w in prompt), tuple(self.index[w] for w in target), max(digits_a, digits_b))
 
     def sample(self, rng, length):
         """An example whose longer operand has ``length`` digits: the pair uniform over those."""
@@ -203,6 +204,12 @@ class KAddition(PromptTask):
     def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
         while True:
             yield self.example(rng, rng.randint(lengths.lo, lengths.hi), rng.randint(lengths.lo, lengths.hi))
+
+    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+        """Fresh draws as in training (the pair of lengths uniform), as the authors' validation
+        split is drawn with their training split."""
+        stream = self.training_examples(rng, lengths)
+        return [next(stream) for _ in range(n)]
 
     def longest_tokens(self, length):
         return 2 * length + 3, length + 5

@@ -83,6 +83,8 @@ class SCAN(Task):
     def __init__(self, held_out: float = 0.1, split_seed: int = 0, resplit_at: int | None = None):
         if not 0 < held_out < 1:
             raise ValueError(f"held_out must lie in (0, 1); got {held_out}")
+        if resplit_at is not None and resplit_at < 1:
+            raise ValueError(f"resplit_at is the longest output (actions) of the training pairs, at least 1; got {resplit_at}")
         train, test, origin = load_scan()
         if resplit_at is not None:
             pooled = train + test
