@@ -128,10 +128,10 @@ def resolve(prompt):
 def check(task, example):
     """Recompute the example's target from its prompt, by family."""
     prompt, target = words(task, example)
-    if isinstance(task, KCopy):
-        assert prompt[0] == "Copy:" and target == prompt[1:]
-    elif isinstance(task, KReverse):
+    if isinstance(task, KReverse):
         assert prompt[0] == "Reverse:" and target == prompt[1:][::-1]
+    elif isinstance(task, KCopy):
+        assert prompt[0] == "Copy:" and target == prompt[1:]
     elif isinstance(task, KAddition):
         a, b = operands(prompt)
         assert "".join(answer(target)) == str(int(a) + int(b)) and example.length == max(len(a), len(b))

@@ -146,10 +146,6 @@ class PromptTask(SyntheticTask):
         prompt, target = self.words(rng, length)
         return Example(tuple(self.index[w] for w in prompt), tuple(self.index[w] for w in target), length)
 
-    def text(self, example: Example) -> str:
-        """The example as the authors' text: prompt, then target (for reading and tests)."""
-        return " ".join(self.symbols[i] for i in example.source) + " | " + " ".join(self.symbols[i] for i in example.target)
-
 
 class KCopy(PromptTask):
     """Copy n symbols drawn from 100 (the authors' ``cmc``): ``Copy: a b c [SEP] a b c``."""
@@ -160,25 +156,23 @@ class KCopy(PromptTask):
 
     def words(self, rng, length):
         tokens = [rng.choice(self.vocabulary[1:]) for _ in range(length)]
-        return [self.vocabulary[0], *tokens], tokens
+        return [self.vocabulary[0], *tokens], self.output(tokens)
+
+    def output(self, tokens: Words) -> Words:
+        return tokens
 
     def longest_tokens(self, length):
         return length + 1, length
 
 
-class KReverse(PromptTask):
+class KReverse(KCopy):
     """Reverse n symbols drawn from 100 (``mc``): ``Reverse: a b c [SEP] c b a``."""
 
     description = "Reverse n symbols (of 100), Kazemnejad et al.'s format"
-    reference = "Kazemnejad et al. 2023, arXiv:2305.19466"
     vocabulary = ["Reverse:", *distinct_symbols(100)]
 
-    def words(self, rng, length):
-        tokens = [rng.choice(self.vocabulary[1:]) for _ in range(length)]
-        return [self.vocabulary[0], *tokens], tokens[::-1]
-
-    def longest_tokens(self, length):
-        return length + 1, length
+    def output(self, tokens: Words) -> Words:
+        return tokens[::-1]
 
 
 class KAddition(PromptTask):
