@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .leaderboards import counts_ood, length_scores, ranked, reach_columns
+from .leaderboards import counts_ood, length_scores, on_diagonal, ranked, reach_columns
 from .metrics import METRICS
 from .results import Tables
 from .statistics import interval
@@ -102,7 +102,9 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path, highlight: fr
             if ratio > 0:
                 axes.scatter([ratio * hi], [0.03], marker="^", s=28, facecolors=face, edgecolors=color, transform=axes.get_xaxis_transform(), zorder=3)
     axes.axvspan(lo - 0.5, hi + 0.5, color="#f5deb3", alpha=0.5, label=_training_lengths(lo, hi))  # wheat: no encoding's band is of its hue
-    per = "bucket midpoints" if METRICS[metric].kind == "text" else "per length"
+    per = (
+        "bucket midpoints" if METRICS[metric].kind == "text" else "the grid's diagonal: both operands of n digits" if on_diagonal(table, runs) else "per length"
+    )
     axes.set(xlabel=f"length ({runs['unit'].iloc[0]}; {per})", ylabel=metric)
     axes.set_title(
         _title(f"{name}: {metric} against length (mean and 95% interval over runs; dashed: not ranked)")
@@ -167,12 +169,11 @@ def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
         mean = cells[cells.encoding == encoding].pivot_table(index="b", columns="a", values="value", aggfunc="mean").reindex(index=grid, columns=grid)
         image = axes.imshow(mean.to_numpy(dtype=float), origin="lower", vmin=0, vmax=1, cmap="viridis")
         inside = sum(length <= train for length in grid)
-        axes.add_patch(plt.Rectangle((-0.5, -0.5), inside, inside, fill=False, edgecolor="white", linewidth=1.5))
-        ticks = [i for i, length in enumerate(grid) if length in (1, train, grid[-1]) or length % 10 == 0]
-        axes.set_xticks(ticks, [grid[i] for i in ticks], fontsize=7)
-        axes.set_yticks(ticks, [grid[i] for i in ticks], fontsize=7)
+        axes.add_patch(plt.Rectangle((-0.5, -0.5), inside, inside, fill=False, edgecolor="red", linewidth=1.5))
+        axes.set_xticks(range(len(grid)), grid, fontsize=6, rotation=90)
+        axes.set_yticks(range(len(grid)), grid, fontsize=6)
         seeds = runs[runs.encoding == encoding].shape[0]
-        axes.set(title=f"{encoding} ({seeds} run{'s' * (seeds != 1)})", xlabel="digits of a", ylabel="digits of b")
+        axes.set(title=f"{encoding} ({seeds} run{'s' * (seeds != 1)})", xlabel="digits of a (one column per grid length)", ylabel="digits of b")
     for axes in list(panels.flat)[len(encodings) :]:
         axes.axis("off")
     figure.colorbar(image, ax=panels.ravel().tolist(), shrink=0.8, label=metric)
@@ -180,7 +181,9 @@ def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     counted = ", ".join(
         f"{'diagonal' if diagonal else 'other'} cells {low}-{high} examples a run" for diagonal, (low, high) in sizes.agg(["min", "max"]).iterrows()
     )
-    figure.suptitle(_title(f"{name}: {metric} per operand lengths, mean over runs (white box: the training lengths, 1-{train}; {counted})"), fontsize=10)
+    figure.suptitle(
+        _title(f"{name}: {metric} per operand lengths, mean over runs (red box: the training lengths, 1-{train}; white: not evaluated; {counted})"), fontsize=10
+    )
     figure.savefig(path, metadata={"Software": None})
     plt.close(figure)
 

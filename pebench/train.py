@@ -70,7 +70,7 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
         )
         raise StructureError(
             f"encoding '{encoding_card.get('name', encoding_card['plugin'])}' needs the structural positions of its task's tokens, "
-            f"but task '{protocol.name}' cannot give them: {lacks}. Use it on a task that does (e.g. --task long_addition), "
+            f"but task '{protocol.name}' cannot give them: {lacks}. Use it on a task that does (long_addition does), "
             "or another encoding on this task"
         )
     return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)

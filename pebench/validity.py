@@ -426,7 +426,8 @@ CLAIMS = (
         "position coupling extrapolates addition to at least 5x the training length at >= 95% exact match, where the classic encodings do not",
         "Cho et al. 2024, arXiv:2405.20671 (NeurIPS), fig. 1",
         "trained on operands of 1-30 digits: above 95% exact match up to 200 digits (6.7x; 1-layer decoder); NoPE and random-start APE fail past 30",
-        f"on {ARITHMETIC}'s diagonal (L = 10): position_coupling's ℓ*/L at exact match >= 0.95 reaches 5, and exceeds each of {', '.join(CLASSIC)}'s",
+        f"on {ARITHMETIC}'s diagonal (L = 10; McLeish et al.'s unpadded reversed format, not Cho et al.'s padded one): "
+        f"position_coupling's ℓ*/L at exact match >= 0.95 reaches 5, and exceeds each of {', '.join(CLASSIC)}'s",
         reaches_where_classic_do_not("position_coupling"),
     ),
 )

@@ -60,7 +60,7 @@ def test_a_length_off_the_grid_is_refused():
 def test_an_encoding_that_needs_structural_positions_is_refused_on_copy_before_training(tmp_path, capsys):
     out = pebench_here(capsys, "run", "--encoding", "abacus", "--task", "copy", "--results", str(tmp_path))
     assert out.returncode == 2
-    assert "encoding 'abacus' needs the structural positions of its task's tokens, but task 'copy' cannot give them" in out.stderr
+    assert "encoding 'abacus' needs the structural positions of its task's tokens, but task 'copy' cannot give them: it supplies none" in out.stderr
     assert not list(tmp_path.rglob("*.json"))  # nothing trained, no record
 
 
