@@ -155,10 +155,13 @@ def _mean_rows(rows: list[dict[str, float]]) -> dict[str, float]:
     return {name: sum(row[name] for row in rows) / len(rows) for name in rows[0]}
 
 
-def _group_by_length(examples: list[Example]) -> dict[int, list[int]]:
+def _groups(examples: list[Example], key) -> dict:
+    """The indices of ``examples`` by ``key(example)`` (its length, its grid cell), in the keys'
+    order; examples whose key is None are left out."""
     groups = defaultdict(list)
     for i, example in enumerate(examples):
-        groups[example.length].append(i)
+        if (value := key(example)) is not None:
+            groups[value].append(i)
     return dict(sorted(groups.items()))
 
 
@@ -218,20 +221,18 @@ class ExampleScorer(Scorer):
 
     def per_length(self, examples: list[Example], scored: list) -> tuple[LengthScore, ...]:
         """The scores of each length: its number of examples and their scores."""
-        return tuple(
-            LengthScore(length, len(indices), self.pooled([examples[i] for i in indices], [scored[i] for i in indices]))
-            for length, indices in _group_by_length(examples).items()
-        )
+        return tuple(LengthScore(length, n, scores) for length, n, scores in self._grouped(examples, scored, lambda e: e.length))
 
     def per_cell(self, examples: list[Example], scored: list) -> tuple[CellScore, ...]:
         """The scores of each grid cell, for a task whose examples have one (else none)."""
-        groups = defaultdict(list)
-        for i, example in enumerate(examples):
-            if example.cell is not None:
-                groups[example.cell].append(i)
-        return tuple(
-            CellScore(cell, len(indices), self.pooled([examples[i] for i in indices], [scored[i] for i in indices])) for cell, indices in sorted(groups.items())
-        )
+        return tuple(CellScore(cell, n, scores) for cell, n, scores in self._grouped(examples, scored, lambda e: e.cell))
+
+    def _grouped(self, examples: list[Example], scored: list, key) -> list[tuple]:
+        """(key, examples, pooled scores) of each group of ``examples`` by ``key`` (:func:`_groups`)."""
+        return [
+            (value, len(indices), self.pooled([examples[i] for i in indices], [scored[i] for i in indices]))
+            for value, indices in _groups(examples, key).items()
+        ]
 
     def bucket(self, model: Transformer, bucket: LengthBucket, index: int, examples: list[Example], device: torch.device) -> tuple[BucketResult, list]:
         """Plans for the bucket's longest target-length sequence (not the output cap); counts

@@ -179,8 +179,8 @@ def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFram
     """The per-length curve of ``metric`` for ``runs``: rows (run, length, value). For a task
     that scores a grid of two operand lengths, its diagonal (both operands of n digits, the
     length the arithmetic papers state: "99% at 100 digits"); otherwise the per-length scores."""
-    cells = table.cells[table.cells.run.isin(runs.run) & (table.cells.metric == metric) & (table.cells.a == table.cells.b)]
-    if not cells.empty:
+    if on_diagonal(table, runs):
+        cells = table.cells[table.cells.run.isin(runs.run) & (table.cells.metric == metric) & (table.cells.a == table.cells.b)]
         return cells.rename(columns={"a": "length"})[["run", "length", "value"]]
     return table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)][["run", "length", "value"]]
 

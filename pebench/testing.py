@@ -80,7 +80,10 @@ def _model(cls: type[PositionalEncoding], params: dict, architecture: str, max_l
 def _examples(lengths: list[int], seed: int = 0) -> list[Example]:
     """Random examples, with structural positions (each source symbol numbered from 1)."""
     rng = random.Random(seed)
-    symbols = lambda n: tuple(rng.randrange(VOCAB - 4) for _ in range(n))  # noqa: E731
+
+    def symbols(n: int) -> tuple[int, ...]:
+        return tuple(rng.randrange(VOCAB - 4) for _ in range(n))
+
     return [Example(symbols(n), symbols(n), n, structure=tuple(range(1, n + 1))) for n in lengths]
 
 

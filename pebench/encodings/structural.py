@@ -72,7 +72,7 @@ class StructuralEmbedding(PositionalEncoding):
         """
         if structure.shape[1] < width:
             raise ValueError(f"structural positions for {structure.shape[1]} tokens were given for a batch of {width}: give one per token")
-        ids = self.ids(structure[:, :width], lengths)
+        ids = self.ids(structure[:, :width])
         self.check_ids(ids, structure[:, :width])
         return ids
 
@@ -87,9 +87,8 @@ class StructuralEmbedding(PositionalEncoding):
                 f"raise its max_position (--set encoding.max_position={largest})"
             )
 
-    def ids(self, structure: Tensor, lengths: Tensor) -> Tensor:
-        """Ids ``[b, s]`` from structural positions ``[b, s]`` (``lengths`` ``[b]``: the tokens of
-        each row that are not padding)."""
+    def ids(self, structure: Tensor) -> Tensor:
+        """Ids ``[b, s]`` long from structural positions ``[b, s]`` long."""
         raise NotImplementedError
 
     def offsets(self, high: Tensor) -> Tensor:
@@ -135,8 +134,8 @@ class Abacus(StructuralEmbedding):
         super().__init__(geometry, max_k + geometry.max_length if max_position is None else max_position, init_std)
         self.max_k = max_k
 
-    def ids(self, structure: Tensor, lengths: Tensor) -> Tensor:
-        k = self.offsets(torch.full_like(lengths, self.max_k))
+    def ids(self, structure: Tensor) -> Tensor:
+        k = self.offsets(torch.full_like(structure[:, 0], self.max_k))
         return torch.where(structure > 0, structure + k, 0)
 
 
@@ -160,6 +159,6 @@ class PositionCoupling(StructuralEmbedding):
     def __init__(self, geometry: Geometry, max_position: int | None = None, init_std: float = 0.5):
         super().__init__(geometry, 2 * geometry.max_length if max_position is None else max_position, init_std)
 
-    def ids(self, structure: Tensor, lengths: Tensor) -> Tensor:
+    def ids(self, structure: Tensor) -> Tensor:
         room = (self.max_position - 1 - structure.max(1).values).clamp(min=0)  # start - 1 in {0, ..., room}
         return structure + 1 + self.offsets(room)

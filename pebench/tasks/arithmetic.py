@@ -28,9 +28,28 @@ import random
 from collections.abc import Iterator
 
 from .base import Example, LengthBucket, Task
+from .synthetic import digits, number
 
 
-class LongAddition(Task):
+class TwoOperands(Task):
+    """An addition task whose training and validation examples draw each operand's digit count
+    uniformly from the training lengths on its own (McLeish et al.'s and Kazemnejad et al.'s
+    builders both do); subclasses make the example of two digit counts (:meth:`example`)."""
+
+    def example(self, rng: random.Random, digits_a: int, digits_b: int) -> Example:
+        raise NotImplementedError
+
+    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
+        while True:
+            yield self.example(rng, rng.randint(lengths.lo, lengths.hi), rng.randint(lengths.lo, lengths.hi))
+
+    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+        """Fresh draws as in training (both operand lengths uniform on their own)."""
+        stream = self.training_examples(rng, lengths)
+        return [next(stream) for _ in range(n)]
+
+
+class LongAddition(TwoOperands):
     """a + b, all numbers least-significant digit first, no padding; structural positions.
 
     Args:
@@ -60,15 +79,6 @@ class LongAddition(Task):
         structure = significance(digits_a) + (0,) + significance(digits_b)
         return Example(source, digits(a + b), max(digits_a, digits_b), structure=structure, cell=(digits_a, digits_b))
 
-    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
-        while True:
-            yield self.example(rng, rng.randint(lengths.lo, lengths.hi), rng.randint(lengths.lo, lengths.hi))
-
-    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
-        """Fresh draws as in training (both operand lengths uniform on their own)."""
-        stream = self.training_examples(rng, lengths)
-        return [next(stream) for _ in range(n)]
-
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """``n`` examples spread evenly over the bucket's lengths; at each length half on the
         diagonal, half over the other cells of the grid (module docstring)."""
@@ -87,16 +97,6 @@ class LongAddition(Task):
         cells = [(length, length)] * (count - count // 2 if others else count)
         cells += [others[i % len(others)] for i in range(count - len(cells))] if others else []
         return [self.example(rng, a, b) for a, b in cells]
-
-
-def number(rng: random.Random, count: int) -> int:
-    """A uniform number with exactly ``count`` decimal digits (0 allowed for one digit)."""
-    return rng.randint(0 if count == 1 else 10 ** (count - 1), 10**count - 1)
-
-
-def digits(value: int) -> tuple[int, ...]:
-    """Decimal digits, least significant first."""
-    return tuple(int(c) for c in reversed(str(value)))
 
 
 def significance(count: int) -> tuple[int, ...]:

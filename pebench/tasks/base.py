@@ -150,3 +150,12 @@ class Task(TaskFamily):
     def detokenize(self, symbol_ids) -> str:
         """The text that text metrics (BLEU, chrF) score; tasks scored on text override it."""
         raise NotImplementedError(f"task {type(self).__name__} is not scored on text")
+
+
+def held_examples(examples: list[Example], rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
+    """The examples of a fixed set (real data) with a length in ``lengths``: all when ``n`` is 0
+    (or not fewer than there are), else ``n`` of them drawn with ``rng``, in their order."""
+    inside = [e for e in examples if e.length in lengths]
+    if n and n < len(inside):
+        inside = [inside[i] for i in sorted(rng.sample(range(len(inside)), n))]
+    return inside

@@ -48,8 +48,9 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 
 from ..data import DataNotFoundError, data_root
-from .base import Example, LengthBucket, Task
-from .synthetic import SyntheticTask
+from .arithmetic import TwoOperands
+from .base import Example, LengthBucket, Task, held_examples
+from .synthetic import SyntheticTask, number
 
 Symbols = tuple[str, ...]
 
@@ -175,7 +176,7 @@ class KReverse(KCopy):
         return tokens[::-1]
 
 
-class KAddition(PromptTask):
+class KAddition(TwoOperands, PromptTask):
     """``Compute 5 3 7 + 9 1 ? The answer is 6 2 8 .``, digits most significant first; each
     operand's digit count on its own (uniform over the pairs in training), the length the
     longer one's."""
@@ -185,7 +186,7 @@ class KAddition(PromptTask):
     vocabulary = ["Compute", "+", "?", *ANSWER, ".", *DIGITS]
 
     def example(self, rng: random.Random, digits_a: int, digits_b: int) -> Example:
-        a, b = (rng.randint(0 if n == 1 else 10 ** (n - 1), 10**n - 1) for n in (digits_a, digits_b))
+        a, b = number(rng, digits_a), number(rng, digits_b)
         prompt = ["Compute", *number_words(a), "+", *number_words(b), "?"]
         target = [*ANSWER, *number_words(a + b), "."]
         return Example(tuple(self.index[w] for w in prompt), tuple(self.index[w] for w in target), max(digits_a, digits_b))
@@ -194,16 +195,6 @@ class KAddition(PromptTask):
         """An example whose longer operand has ``length`` digits: the pair uniform over those."""
         pair = rng.randrange(2 * length - 1)  # (length, 1..length) then (1..length-1, length)
         return self.example(rng, length, pair + 1) if pair < length else self.example(rng, pair - length + 1, length)
-
-    def training_examples(self, rng: random.Random, lengths: LengthBucket) -> Iterator[Example]:
-        while True:
-            yield self.example(rng, rng.randint(lengths.lo, lengths.hi), rng.randint(lengths.lo, lengths.hi))
-
-    def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
-        """Fresh draws as in training (the pair of lengths uniform), as the authors' validation
-        split is drawn with their training split."""
-        stream = self.training_examples(rng, lengths)
-        return [next(stream) for _ in range(n)]
 
     def longest_tokens(self, length):
         return 2 * length + 3, length + 5
@@ -412,10 +403,8 @@ class KPCFG(Task):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """PCFG SET's pairs in ``bucket`` (its productivity test past 8 functions, held-out test
         pairs within): all when ``n`` is 0, else ``n`` drawn with ``rng``, in their order."""
-        pool = [e for e in self.pools["id_test"] + self.pools["test"] if e.length in bucket]
-        return pool if not n or n >= len(pool) else [pool[i] for i in sorted(rng.sample(range(len(pool)), n))]
+        return held_examples(self.pools["id_test"] + self.pools["test"], rng, bucket, n)
 
     def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
         """PCFG SET's dev pairs of 1-8 functions."""
-        pool = [e for e in self.pools["validation"] if e.length in lengths]
-        return pool if not n or n >= len(pool) else [pool[i] for i in sorted(rng.sample(range(len(pool)), n))]
+        return held_examples(self.pools["validation"], rng, lengths, n)

@@ -21,7 +21,7 @@ import random
 from collections.abc import Iterator
 
 from ..data import DataNotFoundError, data_root, from_hub
-from .base import Example, LengthBucket, Task
+from .base import Example, LengthBucket, Task, held_examples
 
 Pair = tuple[str, str]
 
@@ -122,14 +122,7 @@ class SCAN(Task):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """The test file's pairs in ``bucket`` (the held-out ID pairs for lengths SCAN trains on):
         all when ``n`` is 0, else ``n`` drawn with ``rng``, in their order."""
-        pool = self.pools["test"] + self.pools["id_test"]
-        return _sample([e for e in pool if e.length in bucket], rng, n)
+        return held_examples(self.pools["test"] + self.pools["id_test"], rng, bucket, n)
 
     def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
-        return _sample([e for e in self.pools["validation"] if e.length in lengths], rng, n)
-
-
-def _sample(examples: list[Example], rng: random.Random, n: int) -> list[Example]:
-    if n and n < len(examples):
-        return [examples[i] for i in sorted(rng.sample(range(len(examples)), n))]
-    return examples
+        return held_examples(self.pools["validation"], rng, lengths, n)

@@ -104,19 +104,19 @@ class Addition(SyntheticTask):
         return 2 * length + 1, length + 1  # a + b with both of `length` digits; a carry adds one
 
     def sample(self, rng: random.Random, length: int) -> Example:
-        a, b = _number(rng, length), _number(rng, rng.randint(1, length))
+        a, b = number(rng, length), number(rng, rng.randint(1, length))
         if rng.random() < 0.5:
             a, b = b, a
         plus = self.symbols.index("+")
-        source = _digits(a) + (plus,) + _digits(b)
-        return Example(source, _digits(a + b), length)
+        source = digits(a) + (plus,) + digits(b)
+        return Example(source, digits(a + b), length)
 
 
-def _number(rng: random.Random, digits: int) -> int:
-    """A uniform number with exactly ``digits`` decimal digits (0 allowed for one digit)."""
-    return rng.randint(0 if digits == 1 else 10 ** (digits - 1), 10**digits - 1)
+def number(rng: random.Random, count: int) -> int:
+    """A uniform number with exactly ``count`` decimal digits (0 allowed for one digit)."""
+    return rng.randint(0 if count == 1 else 10 ** (count - 1), 10**count - 1)
 
 
-def _digits(number: int) -> tuple[int, ...]:
+def digits(value: int) -> tuple[int, ...]:
     """Decimal digits, least significant first."""
-    return tuple(int(c) for c in reversed(str(number)))
+    return tuple(int(c) for c in reversed(str(value)))

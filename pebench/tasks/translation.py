@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from ..data import load_wmt14
 from ..tokenization import joint_bpe
-from .base import Example, LengthBucket, Task
+from .base import Example, LengthBucket, Task, held_examples
 
 TARGET_RATIO = 2  # training targets may be at most this many times the longest training source
 
@@ -92,19 +92,9 @@ class WMT14(Task):
     def evaluation_examples(self, rng: random.Random, bucket: LengthBucket, n: int) -> list[Example]:
         """The evaluation-set examples in ``bucket``; all of them when ``n`` is 0, else a
         sample of ``n`` drawn with ``rng`` (in the set's order)."""
-        return _sample(self.evaluation, rng, bucket, n)
+        return held_examples(self.evaluation, rng, bucket, n)
 
     def validation_examples(self, rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
         """A sample of ``n`` development-set (newstest2013) pairs with source lengths in
         ``lengths``, whichever set is evaluated."""
-        return _sample(self.development, rng, lengths, n)
-
-
-def _sample(examples: list[Example], rng: random.Random, lengths: LengthBucket, n: int) -> list[Example]:
-    """The examples with a length in ``lengths``: all when ``n`` is 0, else ``n`` of them drawn
-    with ``rng``, in their order."""
-    inside = [e for e in examples if e.length in lengths]
-    if n and n < len(inside):
-        keep = sorted(rng.sample(range(len(inside)), n))
-        inside = [inside[i] for i in keep]
-    return inside
+        return held_examples(self.development, rng, lengths, n)
