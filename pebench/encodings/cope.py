@@ -63,12 +63,13 @@ def contextual_positions(gates: Tensor, causal: bool) -> Tensor:
 def interpolated_logits(position_logits: Tensor, positions: Tensor) -> Tensor:
     """z_ij of eq. 5: ``position_logits`` ``[b, h, s_q, P]`` (q_i · e[p] at each integer p)
     read at the fractional ``positions`` ``[b, h, s_q, s_k]`` (within [0, P - 1]), linearly
-    between the integers around each. Returns ``[b, h, s_q, s_k]``."""
+    between the integers around each: z[⌊p⌋] + (p - ⌊p⌋)(z[⌊p⌋ + 1] - z[⌊p⌋]), which is eq. 5
+    (at an integer p the weight is 0). Returns ``[b, h, s_q, s_k]``."""
     floor = positions.floor()
+    index = floor.long()
+    steps = nn.functional.pad(position_logits.diff(dim=-1), (0, 1))  # z[p + 1] - z[p]; 0 after the last
     weight = positions - floor  # the gradient flows through the weight, as in the paper
-    low = position_logits.gather(-1, floor.long())
-    high = position_logits.gather(-1, positions.ceil().long())
-    return high * weight + low * (1 - weight)
+    return torch.addcmul(position_logits.gather(-1, index), weight, steps.gather(-1, index))
 
 
 class CoPE(PositionalEncoding):
@@ -101,8 +102,8 @@ class CoPE(PositionalEncoding):
         """z_ij / sqrt(d_h), the term CoPE adds to the scaled attention logits. q: ``[b, h, s_q,
         d_h]``, k: ``[b, h, s_k, d_h]``, allowed: bool broadcastable to ``[b, h, s_q, s_k]``.
         Returns ``[b, h, s_q, s_k]``."""
-        scale = 1 / math.sqrt(q.shape[-1])
-        gates = torch.sigmoid((q @ k.transpose(-1, -2)) * scale) * allowed
+        scale = 1 / math.sqrt(q.shape[-1])  # on k and the table ([s, d_h] values), not on [s, s] scores
+        gates = torch.sigmoid(q @ (k * scale).transpose(-1, -2)) * allowed
         positions = contextual_positions(gates, causal=site.stack == "decoder").clamp(0, self.npos - 1)  # 0: a two-way count's round-off below it
-        table = self.embeddings[self.index[site]].to(q.dtype)  # [d_h, P]
-        return interpolated_logits(q @ table, positions) * scale
+        table = self.embeddings[self.index[site]].to(q.dtype) * scale  # [d_h, P]
+        return interpolated_logits(q @ table, positions)

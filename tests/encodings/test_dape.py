@@ -59,6 +59,16 @@ def test_nope_as_the_base_is_the_mlp_of_the_logits_alone():
     assert torch.allclose(dape.logit_bias(q, k, torch.arange(4), torch.arange(4), SELF), expected, atol=1e-6)
 
 
+def test_the_causal_pass_is_the_full_bias_below_the_diagonal_and_zero_above():
+    dape = DAPE(GEOMETRY)
+    q, k = torch.randn(2, 3, 2, 6, 2).unbind(0)
+    pos = torch.arange(6)
+    full, causal = dape.logit_bias(q, k, pos, pos, SELF), dape.logit_bias(q, k, pos, pos, SELF, causal=True)
+    below = torch.ones(6, 6, dtype=torch.bool).tril()
+    base = KERPLE(GEOMETRY).bias(pos, pos, SELF).expand(3, 2, 6, 6)
+    assert torch.allclose(causal[..., below], full[..., below], atol=1e-6) and torch.equal(causal[..., ~below], base[..., ~below])
+
+
 def test_a_base_with_other_hooks_than_a_bias_is_refused():
     with pytest.raises(ValueError, match="the base 'rope' \\(RoPE\\) also uses project_query, project_key_value: choose a bias-only base"):
         DAPE(GEOMETRY, base="rope")

@@ -8,7 +8,7 @@ import torch
 
 import pebench.testing
 from pebench.encodings.base import Site
-from pebench.encodings.fox import FoX, decay_bias
+from pebench.encodings.fox import FoX, causal_forgetting_attention, decay_bias
 from pebench.encodings.nope import NoPE
 from pebench.model import ModelConfig, Transformer
 
@@ -40,6 +40,21 @@ def test_padding_forgets_nothing():
     # Key 1 is padding for every query: row 2's decay to key 0 is log f_2 alone.
     allowed = torch.tensor([[True, False, False], [True, False, False], [True, False, True]])
     assert decay_bias(LOG_GATES, allowed, causal=True)[0, 0, 2, 0].item() == pytest.approx(math.log(0.8), abs=1e-6)
+
+
+def test_the_fused_causal_pass_equals_the_written_out_decay():
+    # D_ij = C_i - C_j folded into a key bias: same outputs and gradients as softmax(qk/sqrt(d) + D) v.
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 40, 8, generator=generator, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    log_gates = torch.nn.functional.logsigmoid(torch.randn(2, 3, 40, generator=generator, dtype=torch.float64)).requires_grad_()
+    causal = torch.ones(40, 40, dtype=torch.bool).tril()
+    logits = (q @ k.transpose(-1, -2)) / math.sqrt(8) + decay_bias(log_gates, causal, causal=True)
+    expected = logits.masked_fill(~causal, float("-inf")).softmax(-1) @ v
+    fused = causal_forgetting_attention(q, k, v, log_gates)
+    assert torch.allclose(fused, expected, atol=1e-10)
+    weights = torch.randn(expected.shape, generator=generator, dtype=torch.float64)
+    for a, b in zip(torch.autograd.grad((fused * weights).sum(), (q, k, v, log_gates)), torch.autograd.grad((expected * weights).sum(), (q, k, v, log_gates)), strict=True):
+        assert torch.allclose(a, b, atol=1e-10)
 
 
 def test_forget_gates_of_one_are_nope():
