@@ -34,13 +34,15 @@ VALIDATION_EXAMPLES = 200
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """Training budget and optimiser (AdamW, linear warm-up then cosine decay to 10%).
+    """Training budget and optimiser (AdamW, linear warm-up, then cosine decay to 10% or constant).
 
     Args:
         steps: optimiser steps.
         batch_size: examples per step.
         lr: peak learning rate.
         warmup_steps: linear warm-up steps.
+        schedule: after the warm-up, ``"cosine"`` (decay to 0.1 lr at ``steps``) or
+            ``"constant"`` (lr throughout, as Delétang et al.'s Chomsky-hierarchy training).
         weight_decay: AdamW decoupled weight decay.
         grad_clip: global gradient-norm clip.
         eval_batch_size: examples per evaluation forward pass.
@@ -56,6 +58,7 @@ class TrainingConfig:
     batch_size: int = field(default=64, metadata={"at_least": 1})
     lr: float = field(default=1e-3, metadata={"above": 0})
     warmup_steps: int = field(default=100, metadata={"at_least": 0})
+    schedule: str = field(default="cosine", metadata={"one_of": ("cosine", "constant")})
     weight_decay: float = field(default=0.01, metadata={"at_least": 0})
     grad_clip: float = field(default=1.0, metadata={"above": 0})
     eval_batch_size: int = field(default=250, metadata={"at_least": 1})
@@ -258,8 +261,10 @@ def _section(card: dict, name: str, cls):
 
 def _check_range(key: str, value, spec: Field) -> None:
     """Raise ValueError naming ``key`` unless ``value`` lies in the range of the field's metadata
-    (``at_least``, ``above``, ``below``)."""
+    (``at_least``, ``above``, ``below``) or among its ``one_of``."""
     bounds = spec.metadata
+    if "one_of" in bounds and value not in bounds["one_of"]:
+        raise ValueError(f"{key} must be one of {', '.join(bounds['one_of'])}; got {value!r}")
     if (
         ("at_least" in bounds and value < bounds["at_least"])
         or ("above" in bounds and value <= bounds["above"])

@@ -76,10 +76,13 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
     return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)
 
 
-def _learning_rate_factor(step: int, warmup: int, total: int) -> float:
-    """Linear warm-up to 1, then cosine decay to 0.1 at ``total``."""
+def _learning_rate_factor(step: int, warmup: int, total: int, schedule: str = "cosine") -> float:
+    """Linear warm-up to 1, then cosine decay to 0.1 at ``total`` (``schedule="cosine"``) or 1
+    throughout (``"constant"``)."""
     if step < warmup:
         return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
     progress = (step - warmup) / max(1, total - warmup)
     return 0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, progress)))
 
@@ -143,7 +146,7 @@ def train(
     config = protocol.training
     batches = training_batches(protocol, random.Random(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps, config.schedule))
     model.train()
     trained = model if distributed is None else DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     validating = distributed is None or distributed.is_main

@@ -97,6 +97,7 @@ def test_a_negative_seed_stops_and_writes_nothing(tmp_path, capsys):
         ("rope", "decoding.beam_size=0", "decoding.beam_size must be an integer >= 1; got 0"),
         ("rope", "decoding.strategy='beam'", 'decoding.strategy = "beam" decodes an encoder-decoder'),
         ("rope", "training.target=-1", "training.target must be a number > 0; got -1"),
+        ("rope", "training.schedule='linear'", "training.schedule must be one of cosine, constant; got 'linear'"),
         ("rope", "split.validation_examples=0", "split.validation_examples must be at least 1"),
     ],
 )

@@ -76,3 +76,15 @@ def test_a_validation_score_that_is_not_finite_stops_the_run(monkeypatch):
     scripted(monkeypatch, [math.inf])
     with pytest.raises(NonFiniteError, match="the validation sequence_accuracy at step 5 is inf"):
         run_training(protocol("training.steps=20", "training.eval_every=5"))
+
+
+@pytest.mark.parametrize(
+    "schedule, expected",
+    # warm-up of 4 steps to 1, then over steps 4..20 cosine 1 -> 0.1 (at the middle, step 12:
+    # 0.1 + 0.45 (1 + cos(pi/2)) = 0.55), or constant 1.
+    [("cosine", [0.25, 1.0, 1.0, 0.55, 0.1]), ("constant", [0.25, 1.0, 1.0, 1.0, 1.0])],
+)
+def test_the_learning_rate_schedule(schedule, expected):
+    card = protocol("training.steps=20", "training.warmup_steps=4", f"training.schedule='{schedule}'")
+    factors = [training_module._learning_rate_factor(step, card.training.warmup_steps, card.training.steps, card.training.schedule) for step in (0, 3, 4, 12, 20)]
+    assert factors == pytest.approx(expected)
