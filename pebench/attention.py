@@ -10,7 +10,9 @@ Shapes: b batch, h heads, s (q, k) sequence, d_h head width.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -93,6 +95,39 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sli
         for first in range(0, b, examples)
         for row in range(0, s_q, rows)
     ]
+
+
+def tiled_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias_of: Callable[..., Tensor], causal: bool = False) -> Tensor:
+    """softmax(q k^T / sqrt(d_h) + bias) v over the allowed keys, for a bias that is computed from
+    the queries and keys themselves, one block of :func:`attention_tiles` at a time.
+
+    Why: an encoding whose bias is made at every (query, key) from q and k (CoPE's gated counts,
+    DAPE's MLP of the logits) writes a dozen ``[b, h, s_q, s_k]`` tensors on the way; block by
+    block each fits in cache, and causal chunks skip the keys after their last row. Measured on
+    one thread beside two other jobs, 4 heads, causal: a CoPE attention's forward and backward
+    0.55-0.64 s against 1.8-2.8 s whole (b = 32, s = 256, d_h = 16), its forward alone 0.7-0.8 s
+    against 2.8-2.9 s (b = 8, s = 1,024, d_h = 32); the same values.
+
+    Args:
+        q: ``[b, h, s_q, d_h]``; k, v: ``[b, h, s_k, d_h]``.
+        allowed: bool, broadcastable to ``[b, h, s_q, s_k]``.
+        bias_of: ``bias_of(q_block, k_block, allowed_block, tile)``: the bias of one block,
+            broadcastable to ``[b', h, rows, keys]``, from the block's queries ``[b', h, rows,
+            d_h]``, keys ``[b', h, keys, d_h]``, mask and its ``(examples, rows, keys)`` (slices of
+            examples and query rows, the number of keys). A query row's bias may depend on that
+            row alone, not on the others.
+        causal: ``allowed`` is the causal mask (see :func:`scaled_dot_product`).
+    Returns:
+        ``[b, h, s_q, d_h]``.
+    """
+    full = full_mask(allowed, q, k)
+    pieces = []
+    for examples, rows, keys in attention_tiles(q, k, causal):
+        q_block, k_block, block = q[examples, :, rows], k[examples, :, :keys], mask_tile(full, examples, rows, keys)
+        bias = bias_of(q_block, k_block, block, (examples, rows, keys))
+        pieces.append((examples, scaled_dot_product(q_block, k_block, v[examples, :, :keys], block, bias)))
+    by_examples = itertools.groupby(pieces, key=lambda piece: piece[0])  # the tiles run over the rows within each group of examples
+    return torch.cat([torch.cat([out for _, out in group], dim=2) for _, group in by_examples], dim=0)
 
 
 def as_4d(x: Tensor) -> Tensor:

@@ -38,38 +38,39 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..attention import scaled_dot_product
+from ..attention import scaled_dot_product, tiled_attention
 from .base import Geometry, PositionalEncoding, Site, require_range
 
 
-def contextual_positions(gates: Tensor, causal: bool) -> Tensor:
-    """p_ij of eq. 4 from the gates ``[b, h, s_q, s_k]`` (0 at the keys a query may not attend).
+def contextual_positions(gates: Tensor, causal: bool, first_row: int = 0) -> Tensor:
+    """p_ij of eq. 4 from the gates ``[b, h, rows, s_k]`` (0 at the keys a query may not attend).
 
     Causal: the sum of the gates from key j to the query's last attended key (the reverse
-    cumulative sum; the query's own key is its last). Bidirectional (s_q = s_k, query i at key
-    i): the sum over the keys between i and j, both included.
-    Returns ``[b, h, s_q, s_k]``.
+    cumulative sum; the query's own key is its last). Bidirectional (row i is the query at key
+    ``first_row + i``; a block of the rows of s_q = s_k tokens): the sum over the keys between
+    the query's and j, both included.
+    Returns ``[b, h, rows, s_k]``.
     """
     if causal:
         return gates.flip(-1).cumsum(-1).flip(-1)
     total = gates.cumsum(-1)  # c_ij = Σ_{t <= j} g_it
-    own = total.diagonal(dim1=-2, dim2=-1)[..., None]  # c_ii, [b, h, s, 1]
-    own_gate = gates.diagonal(dim1=-2, dim2=-1)[..., None]  # g_ii
-    n = gates.shape[-1]
-    before = torch.ones(n, n, dtype=torch.bool, device=gates.device).tril()  # j <= i
+    own = total.diagonal(offset=first_row, dim1=-2, dim2=-1)[..., None]  # c_i at the query's key, [b, h, rows, 1]
+    own_gate = gates.diagonal(offset=first_row, dim1=-2, dim2=-1)[..., None]  # its gate
+    before = torch.ones(gates.shape[-2:], dtype=torch.bool, device=gates.device).tril(first_row)  # key j at or before the query's
     return torch.where(before, own - total + gates, total - own + own_gate)
 
 
 def interpolated_logits(position_logits: Tensor, positions: Tensor) -> Tensor:
     """z_ij of eq. 5: ``position_logits`` ``[b, h, s_q, P]`` (q_i · e[p] at each integer p)
     read at the fractional ``positions`` ``[b, h, s_q, s_k]`` (within [0, P - 1]), linearly
-    between the integers around each: z[⌊p⌋] + (p - ⌊p⌋)(z[⌊p⌋ + 1] - z[⌊p⌋]), which is eq. 5
-    (at an integer p the weight is 0). Returns ``[b, h, s_q, s_k]``."""
+    between the integers around each: z[⌊p⌋] + (p - ⌊p⌋)(z[⌈p⌉] - z[⌊p⌋]), which is eq. 5 (at
+    an integer p, ⌈p⌉ = ⌊p⌋: no gradient in p there, as in the authors' code).
+    Returns ``[b, h, s_q, s_k]``."""
     floor = positions.floor()
-    index = floor.long()
-    steps = nn.functional.pad(position_logits.diff(dim=-1), (0, 1))  # z[p + 1] - z[p]; 0 after the last
     weight = positions - floor  # the gradient flows through the weight, as in the paper
-    return torch.addcmul(position_logits.gather(-1, index), weight, steps.gather(-1, index))
+    low = position_logits.gather(-1, floor.long())
+    high = position_logits.gather(-1, positions.ceil().long())
+    return torch.addcmul(low, weight, high - low)
 
 
 class CoPE(PositionalEncoding):
@@ -96,14 +97,19 @@ class CoPE(PositionalEncoding):
     def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
         if site.kind == "cross":
             return scaled_dot_product(q, k, v, allowed, None, causal)
-        return scaled_dot_product(q, k, v, allowed, self.logit_term(q, k, allowed, site), causal)
 
-    def logit_term(self, q: Tensor, k: Tensor, allowed: Tensor, site: Site) -> Tensor:
+        def logit_term(q_block: Tensor, k_block: Tensor, allowed_block: Tensor, tile: tuple) -> Tensor:
+            return self.logit_term(q_block, k_block, allowed_block, site, first_row=tile[1].start or 0)
+
+        return tiled_attention(q, k, v, allowed, logit_term, causal)
+
+    def logit_term(self, q: Tensor, k: Tensor, allowed: Tensor, site: Site, first_row: int = 0) -> Tensor:
         """z_ij / sqrt(d_h), the term CoPE adds to the scaled attention logits. q: ``[b, h, s_q,
-        d_h]``, k: ``[b, h, s_k, d_h]``, allowed: bool broadcastable to ``[b, h, s_q, s_k]``.
+        d_h]``, k: ``[b, h, s_k, d_h]``, allowed: bool broadcastable to ``[b, h, s_q, s_k]``;
+        first_row: in an encoder, the key of the first query (q a block of rows).
         Returns ``[b, h, s_q, s_k]``."""
         scale = 1 / math.sqrt(q.shape[-1])  # on k and the table ([s, d_h] values), not on [s, s] scores
         gates = torch.sigmoid(q @ (k * scale).transpose(-1, -2)) * allowed
-        positions = contextual_positions(gates, causal=site.stack == "decoder").clamp(0, self.npos - 1)  # 0: a two-way count's round-off below it
+        positions = contextual_positions(gates, site.stack == "decoder", first_row).clamp(0, self.npos - 1)  # 0: a two-way count's round-off below it
         table = self.embeddings[self.index[site]].to(q.dtype) * scale  # [d_h, P]
         return interpolated_logits(q @ table, positions)

@@ -30,7 +30,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..attention import as_4d, scaled_dot_product
+from ..attention import as_4d, scaled_dot_product, tiled_attention
 from .base import Geometry, PositionalEncoding, Site, require_range
 
 # hooks a base may not override: DAPE adds only its bias to the logits
@@ -74,21 +74,28 @@ class DAPE(PositionalEncoding):
     def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
         if site.kind == "cross":
             return scaled_dot_product(q, k, v, allowed, None, causal)
-        return scaled_dot_product(q, k, v, allowed, self.logit_bias(q, k, q_pos, k_pos, site, causal), causal)
 
-    def logit_bias(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site, causal: bool = False) -> Tensor:
+        def logit_bias(q_block: Tensor, k_block: Tensor, allowed_block: Tensor, tile: tuple) -> Tensor:
+            examples, rows, keys = tile
+            q_block_pos, k_block_pos = _block(q_pos, examples, rows), _block(k_pos, examples, slice(0, keys))
+            return self.logit_bias(q_block, k_block, q_block_pos, k_block_pos, site, causal_from=(rows.start or 0) if causal else None)
+
+        return tiled_attention(q, k, v, allowed, logit_bias, causal)
+
+    def logit_bias(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site, causal_from: int | None = None) -> Tensor:
         """B + f([A; B]), what DAPE adds to the scaled logits A. q: ``[b, h, s_q, d_h]``, k:
-        ``[b, h, s_k, d_h]``; causal: the full causal pass (s_q = s_k), where f is computed at
-        the pairs j <= i only and is 0 above them, where the attention masks every logit.
-        Returns ``[b, h, s_q, s_k]``."""
+        ``[b, h, s_k, d_h]``; causal_from: in a causal full pass, the key of the first query (q
+        a block of rows), where f is computed at the pairs of key j <= causal_from + i only and
+        is 0 above them, where the attention masks every logit. Returns ``[b, h, s_q, s_k]``."""
         logits = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
         base = self.base.bias(q_pos, k_pos, site)
         base = logits.new_zeros(()) if base is None else base.to(logits.dtype)
-        return base + adapted_bias(self.mlps[_key(site)], logits, base, causal)
+        return base + adapted_bias(self.mlps[_key(site)], logits, base, causal_from)
 
 
-def adapted_bias(f: nn.Sequential, logits: Tensor, base: Tensor, causal: bool) -> Tensor:
-    """f([A; B]) of eq. 4 at every (i, j), or at j <= i only (0 above) when causal.
+def adapted_bias(f: nn.Sequential, logits: Tensor, base: Tensor, causal_from: int | None = None) -> Tensor:
+    """f([A; B]) of eq. 4 at every (i, j), or with ``causal_from`` = r at the pairs j <= r + i
+    only (0 above).
 
     The MLP's first layer is split into its columns for A and for B, W1 [A; B] = W_A A + W_B B,
     so that B, the same for every example of a batch for position-only bases, is multiplied once
@@ -96,7 +103,6 @@ def adapted_bias(f: nn.Sequential, logits: Tensor, base: Tensor, causal: bool) -
     Args:
         f: the MLP (:func:`mlp`, 2h inputs, h outputs).
         logits: A, ``[b, h, s_q, s_k]``; base: B, broadcastable to it.
-        causal: s_q = s_k and only the pairs j <= i are wanted.
     Returns:
         ``[b, h, s_q, s_k]``.
     """
@@ -104,23 +110,28 @@ def adapted_bias(f: nn.Sequential, logits: Tensor, base: Tensor, causal: bool) -
     b, h, s_q, s_k = logits.shape
     a = logits.flatten(2)  # [b, h, n], n = s_q s_k pairs
     base = as_4d(base).expand(-1, h, s_q, s_k).flatten(2)  # [1 or b, h, n]
-    if causal:
-        pairs = lower_pairs(s_q, logits.device)
+    if causal_from is not None:
+        pairs = lower_pairs(s_q, s_k, causal_from, logits.device)
         a, base = a[..., pairs], base[..., pairs]
     w_a, w_b = first.weight[:, :h], first.weight[:, h:]  # [width, h] each
     from_base = torch.addmm(first.bias, base.transpose(1, 2).flatten(0, 1), w_b.T).view(base.shape[0], -1, w_b.shape[0])  # [1 or b, n, width]
     hidden = torch.baddbmm(from_base, a.transpose(1, 2), w_a.T.expand(b, h, w_a.shape[0]))  # [b, n, width]
     out = second(activation(hidden))  # [b, n, h]
-    if causal:
+    if causal_from is not None:
         out = out.new_zeros(b, s_q * s_k, h).index_copy(1, pairs, out)
     return out.view(b, s_q, s_k, h).permute(0, 3, 1, 2)
 
 
-@functools.lru_cache(maxsize=16)
-def lower_pairs(length: int, device: torch.device) -> Tensor:
-    """The flat indices i * length + j of the pairs j <= i of a ``[length, length]`` matrix, built once per (length, device)."""
-    rows, cols = torch.tril_indices(length, length, device=device)
-    return rows * length + cols
+@functools.lru_cache(maxsize=32)
+def lower_pairs(rows: int, keys: int, first_row: int, device: torch.device) -> Tensor:
+    """The flat indices i * keys + j of the pairs j <= first_row + i of a ``[rows, keys]`` block, built once per shape and device."""
+    row, col = torch.tril_indices(rows, keys, offset=first_row, device=device)
+    return row * keys + col
+
+
+def _block(positions: Tensor, examples: slice, part: slice) -> Tensor:
+    """The positions ``[s]`` or ``[b, s]`` of a block's examples and tokens."""
+    return positions[part] if positions.dim() == 1 else positions[examples, part]
 
 
 def mlp(inputs: int, width: int, outputs: int) -> nn.Sequential:

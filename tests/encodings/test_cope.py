@@ -49,6 +49,15 @@ def test_interpolation_reads_between_the_integer_positions():
     assert interpolated_logits(logits, torch.tensor([[[[1.4, 2.0, 0.25]]]]))[0, 0, 0].tolist() == pytest.approx([14.0, 20.0, 2.5])
 
 
+def test_the_gradient_in_the_position_is_the_slope_between_integers_and_none_at_one():
+    # dz/dp = z[ceil p] - z[floor p]: 20 between 1 and 2 (z = 0, 10, 30); 0 at p = 1 exactly,
+    # where ceil = floor (the authors' code), not the slope on either side.
+    logits = torch.tensor([0.0, 10.0, 30.0]).expand(1, 1, 1, 3)
+    positions = torch.tensor([[[[1.5, 1.0]]]], requires_grad=True)
+    interpolated_logits(logits, positions).sum().backward()
+    assert positions.grad[0, 0, 0].tolist() == [20.0, 0.0]
+
+
 def test_the_logit_term_by_hand():
     # q = (1, 0) and k = (0, 1) in both heads: q.k = 0, every gate sigma(0) = 1/2, so causal
     # p_ij = (i - j + 1) / 2. With e[p] = (p, 0), q.e[p] = p and the interpolated term is p itself

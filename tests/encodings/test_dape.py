@@ -63,7 +63,7 @@ def test_the_causal_pass_is_the_full_bias_below_the_diagonal_and_zero_above():
     dape = DAPE(GEOMETRY)
     q, k = torch.randn(2, 3, 2, 6, 2).unbind(0)
     pos = torch.arange(6)
-    full, causal = dape.logit_bias(q, k, pos, pos, SELF), dape.logit_bias(q, k, pos, pos, SELF, causal=True)
+    full, causal = dape.logit_bias(q, k, pos, pos, SELF), dape.logit_bias(q, k, pos, pos, SELF, causal_from=0)
     below = torch.ones(6, 6, dtype=torch.bool).tril()
     base = KERPLE(GEOMETRY).bias(pos, pos, SELF).expand(3, 2, 6, 6)
     assert torch.allclose(causal[..., below], full[..., below], atol=1e-6) and torch.equal(causal[..., ~below], base[..., ~below])

@@ -57,6 +57,23 @@ def test_the_fused_causal_pass_equals_the_written_out_decay():
         assert torch.allclose(a, b, atol=1e-10)
 
 
+def test_low_precision_autocast_writes_the_bias_out(monkeypatch):
+    # Under bf16 autocast, -C_j would round at 2^-8 |C_j|: the causal pass must not fold it.
+    from pebench.encodings import fox as module
+
+    folded = []
+    monkeypatch.setattr(module, "causal_forgetting_attention", lambda *args: folded.append(True))
+    fox = FoX(ModelConfig(d_model=8, n_heads=2, n_layers=1).geometry(8))
+    q, k, v = torch.randn(3, 1, 2, 5, 4).unbind(0)
+    causal, site = torch.ones(5, 5, dtype=torch.bool).tril()[None, None], Site("decoder", 0, "self")
+    state = fox.key_state(torch.randn(1, 5, 8), torch.arange(5), site)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = fox.attend(q, k, v, torch.arange(5), torch.arange(5), causal, site, causal=True, key_state=state)
+    assert not folded and out.shape == (1, 2, 5, 4)
+    fox.attend(q, k, v, torch.arange(5), torch.arange(5), causal, site, causal=True, key_state=state)
+    assert folded == [True]
+
+
 def test_forget_gates_of_one_are_nope():
     config = ModelConfig(architecture="decoder", d_model=16, n_heads=2, n_layers=2, d_ff=32)
     torch.manual_seed(0)
