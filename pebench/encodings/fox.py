@@ -26,7 +26,8 @@ The causal full pass (training, and evaluation without a cache) adds no [b, h, s
 C_t = Σ_{l<=t} log f_l, D_ij = C_i - C_j, and C_i is the same for every key of query i, which
 the softmax ignores; so the logits need only -C_j, a bias per key, which one more dimension of
 q (1 / scale) and k (-C_j) carries into torch's fused ``scaled_dot_product_attention``
-(:func:`causal_forgetting_attention`). Equal in exact arithmetic; in float32 the logits round
+(:func:`causal_forgetting_attention`; v gets a zero dimension too, since torch's fused CPU
+kernel needs q, k and v of one width). Equal in exact arithmetic; in float32 the logits round
 at |C_j| 2^-24 (1e-5 for |C| = 200, 256 tokens at gates of 1/2) where the written-out bias
 rounds at |D_ij| 2^-24. Under low-precision autocast (bf16 on CUDA) that rounding would be
 2^-8 |C_j|, so there the bias is written out, as in cached decoding and in an encoder.
@@ -77,7 +78,8 @@ def causal_forgetting_attention(q: Tensor, k: Tensor, v: Tensor, log_gates: Tens
     cumulative = log_gates.cumsum(-1).to(k.dtype)[..., None]  # C_j, [b, h, s, 1]
     q = torch.cat([q, q.new_full((*q.shape[:-1], 1), 1 / scale)], dim=-1)  # (q, 1/scale) . (k, -C_j) * scale = q.k * scale - C_j
     k = torch.cat([k, -cumulative], dim=-1)
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)
+    v = F.pad(v, (0, 1))  # v as wide as q and k: otherwise the CPU kernel falls back to [s, s] scores (7x slower at 1,024)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale)[..., :-1]
 
 
 class FoX(PositionalEncoding):
