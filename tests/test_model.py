@@ -261,25 +261,28 @@ def test_the_model_says_causal_for_a_decoders_full_self_attention_only():
 @pytest.mark.parametrize("encoding", ["cope", "dape"])
 def test_a_bias_made_block_by_block_gives_the_whole_answer(encoding, architecture):
     # CoPE and DAPE make their bias from q and k one block at a time (tiled_attention): in blocks
-    # of one example and one query row, the outputs and gradients equal the whole batch's (one
-    # block; the decoder's in 4 causal chunks of rows).
+    # of one example and one query row (the decoder's in its 4 causal chunks), the outputs and
+    # gradients equal the whole batch's in one block (no causal chunks either).
     from pebench import attention as base
 
     batch = pack(examples([3, 11, 7]), architecture)
     outputs, gradients = [], []
-    for block_bytes in (1 << 30, 1):
+    for block_bytes, chunks in ((1 << 30, 1), (1, base.CAUSAL_CHUNKS)):
         model = build(encoding, architecture).double().train()
         with torch.no_grad():  # CoPE's position table starts at 0 (no term at all): every parameter drawn
             for parameter in model.encoding.parameters():
                 parameter.copy_(torch.randn(parameter.shape, generator=torch.Generator().manual_seed(parameter.numel()), dtype=torch.float64))
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(base, "TILE_BYTES", block_bytes)
+            patch.setattr(base, "CAUSAL_CHUNKS", chunks)
             plans = spy_on_tiles(patch, base)
             logits = model(batch.tokens, batch.source)
             gradients.append(torch.autograd.grad(logits.square().sum(), list(model.encoding.parameters())))
         outputs.append(logits)
         if block_bytes == 1:
             assert plans and all(rows == 1 for plan in plans for rows, _ in plan)
+        else:
+            assert plans and all(len(plan) == 1 for plan in plans)
     torch.testing.assert_close(outputs[1], outputs[0])
     for tiled, whole in zip(*gradients, strict=True):
         torch.testing.assert_close(tiled, whole)

@@ -103,6 +103,7 @@ def adapted_bias(f: nn.Sequential, logits: Tensor, base: Tensor, causal_from: in
     Args:
         f: the MLP (:func:`mlp`, 2h inputs, h outputs).
         logits: A, ``[b, h, s_q, s_k]``; base: B, broadcastable to it.
+        causal_from: r, the key of the first query row in a causal block of rows; None: every pair.
     Returns:
         ``[b, h, s_q, s_k]``.
     """

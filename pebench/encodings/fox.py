@@ -29,8 +29,9 @@ q (1 / scale) and k (-C_j) carries into torch's fused ``scaled_dot_product_atten
 (:func:`causal_forgetting_attention`; v gets a zero dimension too, since torch's fused CPU
 kernel needs q, k and v of one width). Equal in exact arithmetic; in float32 the logits round
 at |C_j| 2^-24 (1e-5 for |C| = 200, 256 tokens at gates of 1/2) where the written-out bias
-rounds at |D_ij| 2^-24. Under low-precision autocast (bf16 on CUDA) that rounding would be
-2^-8 |C_j|, so there the bias is written out, as in cached decoding and in an encoder.
+rounds at |D_ij| 2^-24. In half precision (bf16 autocast, as pebench trains on CUDA, or a model
+cast to bf16 or fp16) that rounding would be 2^-8 |C_j|, so there the bias is written out, as in
+cached decoding and in an encoder: the fused pass is a float32/float64 (CPU) saving.
 Shapes: b batch, h heads, s (q, k) sequence, d model width, d_h head width.
 """
 
@@ -119,7 +120,7 @@ class FoX(PositionalEncoding):
     ) -> Tensor:
         if key_state is None:  # cross-attention
             return scaled_dot_product(q, k, v, allowed, None, causal)
-        if causal and not torch.is_autocast_enabled(q.device.type):
+        if causal and q.dtype in (torch.float32, torch.float64) and not torch.is_autocast_enabled(q.device.type):
             return causal_forgetting_attention(q, k, v, key_state)
         bias = decay_bias(key_state, allowed, causal=site.stack == "decoder").to(q.dtype)
         return scaled_dot_product(q, k, v, allowed, bias, causal)

@@ -57,8 +57,9 @@ def test_the_fused_causal_pass_equals_the_written_out_decay():
         assert torch.allclose(a, b, atol=1e-10)
 
 
-def test_low_precision_autocast_writes_the_bias_out(monkeypatch):
-    # Under bf16 autocast, -C_j would round at 2^-8 |C_j|: the causal pass must not fold it.
+def test_half_precision_writes_the_bias_out(monkeypatch):
+    # In bf16, under autocast or in a model cast to it, -C_j would round at 2^-8 |C_j|: the
+    # causal pass must not fold it; in float32 it does.
     from pebench.encodings import fox as module
 
     folded = []
@@ -70,6 +71,8 @@ def test_low_precision_autocast_writes_the_bias_out(monkeypatch):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = fox.attend(q, k, v, torch.arange(5), torch.arange(5), causal, site, causal=True, key_state=state)
     assert not folded and out.shape == (1, 2, 5, 4)
+    half = fox.attend(q.bfloat16(), k.bfloat16(), v.bfloat16(), torch.arange(5), torch.arange(5), causal, site, causal=True, key_state=state)
+    assert not folded and half.dtype == torch.bfloat16
     fox.attend(q, k, v, torch.arange(5), torch.arange(5), causal, site, causal=True, key_state=state)
     assert folded == [True]
 
