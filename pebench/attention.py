@@ -59,7 +59,7 @@ TILE_BYTES = 4 << 20  # attention scores per block: the fastest of 0.5-8 MiB on 
 CAUSAL_CHUNKS = 4  # query-row chunks of causal attention
 
 
-def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, slice, int]]:
+def attention_tiles(q: Tensor, k: Tensor, causal: bool, pair_values: int | None = None) -> list[tuple[slice, slice, int]]:
     """The blocks in which :class:`BiasedAttention`, Shaw's relative attention and
     :func:`tiled_attention` (CoPE, DAPE) are computed: (examples, query rows, number of keys) of
     each, in order.
@@ -79,6 +79,9 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sli
     Args:
         q: ``[b, h, s_q, d_h]``; k: ``[b, h, s_k, d_h]``.
         causal: query i attends to keys 0..i only.
+        pair_values: the values that the widest tensor of a block holds per (query, key) pair,
+            all heads together; None: h, the scores. A bias whose intermediates are wider (DAPE's
+            MLP, ``mlp_width`` features per pair) sizes the blocks by them.
     Raises:
         ValueError: if causal with s_q != s_k.
     """
@@ -88,7 +91,7 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sli
         raise ValueError(f"causal attention pairs query i with keys 0..i: needs as many queries as keys; got {s_q} and {s_k}")
     if q.device.type != "cpu":  # GPU kernels want one large launch, not many small ones
         return [(slice(None), slice(None), s_k)]
-    row_bytes = h * s_k * q.element_size()  # one query row's scores, all heads
+    row_bytes = (pair_values or h) * s_k * q.element_size()  # one query row's widest tensor
     rows = min(s_q, max(1, TILE_BYTES // row_bytes), math.ceil(s_q / CAUSAL_CHUNKS) if causal else s_q)
     examples = max(1, TILE_BYTES // (rows * row_bytes))
     return [
@@ -98,7 +101,7 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool) -> list[tuple[slice, sli
     ]
 
 
-def tiled_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias_of: Callable[..., Tensor], causal: bool = False) -> Tensor:
+def tiled_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias_of: Callable[..., Tensor], causal: bool = False, pair_values: int | None = None) -> Tensor:
     """softmax(q k^T / sqrt(d_h) + bias) v over the allowed keys, for a bias that is computed from
     the queries and keys themselves, one block of :func:`attention_tiles` at a time.
 
@@ -122,12 +125,14 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias_of: C
             block's (in a causal chunk, those after its last row; masked keys must weigh nothing,
             as CoPE's gates of masked keys are 0).
         causal: ``allowed`` is the causal mask (see :func:`scaled_dot_product`).
+        pair_values: the values per (query, key) pair of ``bias_of``'s widest intermediate
+            (:func:`attention_tiles`); None: the scores'.
     Returns:
         ``[b, h, s_q, d_h]``.
     """
     full = full_mask(allowed, q, k)
     pieces = []
-    for examples, rows, keys in attention_tiles(q, k, causal):
+    for examples, rows, keys in attention_tiles(q, k, causal, pair_values):
         q_block, k_block, block = q[examples, :, rows], k[examples, :, :keys], mask_tile(full, examples, rows, keys)
         bias = bias_of(q_block, k_block, block, (examples, rows, keys))
         pieces.append((examples, scaled_dot_product(q_block, k_block, v[examples, :, :keys], block, bias)))

@@ -25,8 +25,8 @@ def spy_on_tiles(patch: pytest.MonkeyPatch, module) -> list[list[tuple[int, int]
     """Records each call of ``module.attention_tiles``: the (query rows, keys) of every block."""
     plans, attention_tiles = [], module.attention_tiles
 
-    def spy(q, k, causal):
-        blocks = attention_tiles(q, k, causal)
+    def spy(q, k, causal, pair_values=None):
+        blocks = attention_tiles(q, k, causal, pair_values)
         plans.append([(len(range(q.shape[2])[rows]), keys) for _, rows, keys in blocks])
         return blocks
 

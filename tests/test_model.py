@@ -184,6 +184,19 @@ def test_causal_attention_scores_each_row_chunk_against_the_keys_up_to_its_last_
     assert len(calls) == blocks and calls[:4] == [(2, 2), (2, 4), (2, 6), (1, 7)]  # (query rows, keys)
 
 
+def test_blocks_are_sized_by_the_widest_tensor_per_pair(monkeypatch):
+    # float32, 2 heads, 8 keys: a row of scores is 2 * 8 * 4 = 64 bytes, so 1,024 bytes hold 16
+    # rows, 2 examples of 8; with 8 values per pair (DAPE's MLP width) a row is 256 bytes: 4 rows
+    # of one example.
+    from pebench import attention as base
+
+    monkeypatch.setattr(base, "TILE_BYTES", 1024)
+    q = torch.zeros(6, 2, 8, 4)
+    by_scores, by_width = base.attention_tiles(q, q, causal=False), base.attention_tiles(q, q, causal=False, pair_values=8)
+    assert [(e.start, e.stop, r.start, r.stop) for e, r, _ in by_scores] == [(0, 2, 0, 8), (2, 4, 0, 8), (4, 6, 0, 8)]
+    assert [(e.start, e.stop, r.start, r.stop) for e, r, _ in by_width] == [(i, i + 1, row, row + 4) for i in range(6) for row in (0, 4)]
+
+
 def test_causal_blocks_refuse_unequal_query_and_key_lengths():
     from pebench import attention as base
 

@@ -80,7 +80,8 @@ class DAPE(PositionalEncoding):
             q_block_pos, k_block_pos = _block(q_pos, examples, rows), _block(k_pos, examples, slice(0, keys))
             return self.logit_bias(q_block, k_block, q_block_pos, k_block_pos, site, causal_from=(rows.start or 0) if causal else None)
 
-        return tiled_attention(q, k, v, allowed, logit_bias, causal)
+        width = self.mlps[_key(site)][0].out_features  # the MLP's hidden features per (query, key) pair
+        return tiled_attention(q, k, v, allowed, logit_bias, causal, pair_values=max(q.shape[1], width))
 
     def logit_bias(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site, causal_from: int | None = None) -> Tensor:
         """B + f([A; B]), what DAPE adds to the scaled logits A. q: ``[b, h, s_q, d_h]``, k:
