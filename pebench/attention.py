@@ -101,7 +101,9 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool, pair_values: int | None 
     ]
 
 
-def tiled_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias_of: Callable[..., Tensor], causal: bool = False, pair_values: int | None = None) -> Tensor:
+def tiled_attention(
+    q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, bias_of: Callable[..., Tensor], causal: bool = False, pair_values: int | None = None
+) -> Tensor:
     """softmax(q k^T / sqrt(d_h) + bias) v over the allowed keys, for a bias that is computed from
     the queries and keys themselves, one block of :func:`attention_tiles` at a time.
 
