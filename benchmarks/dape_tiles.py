@@ -1,8 +1,8 @@
-"""DAPE's attention in blocks sized by its MLP's hidden features per (query, key) pair (what
-``DAPE.attend`` does) against blocks sized by the scores alone (h values per pair, as CoPE's and
-T5's), side by side in one process: a causal training step (forward and backward) and an
-evaluation forward, time (median of interleaved rounds) and peak memory (pebench.bench's
-measure).
+"""DAPE's attention in blocks sized by its MLP's hidden features per (query, key) pair against
+blocks sized by the scores alone (h values per pair, as CoPE's and T5's), side by side in one
+process: a causal training step (forward and backward) and an evaluation forward, time (median
+of interleaved rounds) and peak memory (pebench.bench's measure). ``DAPE.attend`` uses the first
+in evaluation and the second in training, from these figures.
 
     python benchmarks/dape_tiles.py                  # the decoder cards' shapes: b=32, s=256, d_h=16; b=8, s=1,024
     python benchmarks/dape_tiles.py --rounds 5
@@ -26,10 +26,11 @@ from pebench.model import ModelConfig
 SITE = Site("decoder", 0, "self")
 
 
-def sized_by(pair_values_of):
-    """tiled_attention with its pair_values chosen by ``pair_values_of(given)``."""
+def sized_by(pair_values: int | None):
+    """tiled_attention with blocks sized for ``pair_values`` values per (query, key) pair, whatever
+    DAPE.attend asks."""
     tiled = dape_module.tiled_attention
-    return lambda *args, pair_values=None: tiled(*args, pair_values=pair_values_of(pair_values))
+    return lambda *args, **asked: tiled(*args, pair_values=pair_values)
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
     torch.manual_seed(0)
-    sizings = {"by the MLP (DAPE.attend)": lambda given: given, "by the scores": lambda given: None}
+    sizings = {"by the MLP": 32, "by the scores": None}  # DAPE's default mlp_width, wider than 4 heads
     for label, (b, s, d_model, train) in {"train b=32 s=256": (32, 256, 64, True), "eval b=8 s=1024": (8, 1024, 128, False)}.items():
         dape = dape_module.DAPE(ModelConfig(d_model=d_model, n_heads=4, n_layers=1).geometry(s))
         q, k, v = (torch.randn(b, 4, s, d_model // 4, requires_grad=train) for _ in range(3))
