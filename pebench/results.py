@@ -17,9 +17,11 @@
 - ``cells``: for a task that scores a grid of two lengths (the digits of each operand), one row
   per (run, a, b, metric), ``n`` the cell's examples.
 
-Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`)
-is labelled ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets,
-steps, ...) and its encoding part the row (``rope@5e6f7a8b``), so that no configuration blanks
+Labels: a record whose settings differ from the cards (:func:`pebench.cards.changed_settings`;
+for a protocol 2 record, also from the card of its task's newest run, so that a record of an
+earlier card, stale to ``pebench sweep``, stays apart from the current card's runs) is labelled
+``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets, steps, ...)
+and its encoding part the row (``rope@5e6f7a8b``), so that no configuration blanks
 or joins another; :func:`legend` says what each hash stands for. Protocol 1 records (schema 1)
 become rows of their own tables, with ``learned`` None and the OOD score that protocol used
 (the mean of the OOD buckets' scores).
@@ -34,7 +36,7 @@ import pandas as pd
 
 from .cards import parse_value, settings_hash
 from .layout import USER_RESULTS
-from .records import load_records
+from .records import card_identity, load_records
 from .registry import code_key
 from .run_record import RunRecord
 
@@ -50,15 +52,44 @@ class Tables:
     cells: pd.DataFrame  # (run, a, b, n, metric, value): a grid task's score per cell (len a, len b)
 
 
-def _settings(record: RunRecord) -> dict:
-    """The record's changed settings; for protocol 1 records, read from their overrides."""
-    if record.settings is not None:
-        return dict(record.settings)
-    parsed = {}
-    for override in record.overrides:
-        key, _, raw = override.partition("=")
-        parsed[key.strip()] = parse_value(raw.strip())
-    return dict(sorted(parsed.items()))
+def _settings(record: RunRecord, current: dict[str, dict]) -> dict:
+    """The record's changed settings (protocol 1 records: read from their overrides). A protocol 2
+    record of its task card's own settings, made from another card than ``current`` holds for
+    its task (:func:`_current_cards`), also gets the settings in which its card differs from that
+    one: a record of an earlier card (another step cap, other buckets: one that ``pebench
+    sweep`` calls stale) is then a table of its own, ``name@<hash>``, neither joining the
+    current card's runs nor ranked."""
+    if record.settings is None:
+        parsed = {}
+        for override in record.overrides:
+            key, _, raw = override.partition("=")
+            parsed[key.strip()] = parse_value(raw.strip())
+        return dict(sorted(parsed.items()))
+    settings = dict(record.settings)
+    if record.protocol != 2 or split_settings(settings)[0] or record.task["name"] not in current:
+        return settings
+    return dict(sorted({**settings, **_card_changes(record.task, current[record.task["name"]])}.items()))
+
+
+def _current_cards(records: list[RunRecord]) -> dict[str, dict]:
+    """Per task name, the task card of its newest (``created``) successful protocol 2 record of
+    the card's own task settings: the card its runs are compared at."""
+    own = [r for r in records if r.status == "ok" and r.protocol == 2 and r.settings is not None and not split_settings(r.settings)[0]]
+    return {record.task["name"]: record.task for record in sorted(own, key=lambda r: r.created or "")}
+
+
+def _card_changes(task: dict, card: dict) -> dict:
+    """``{"section.key": value}`` for each setting of the task card ``task`` that differs from
+    ``card``, both as records store them (:func:`pebench.records.card_identity`, prose left out);
+    a setting ``card`` has and ``task`` lacks counts as None."""
+    task, card = card_identity(task), card_identity(card)
+    keys = {(section, key) for side in (task, card) for section, body in side.items() if isinstance(body, dict) for key in body}
+    changed = {}
+    for section, key in keys:
+        ours, theirs = task.get(section, {}), card.get(section, {})
+        if key not in ours or key not in theirs or ours[key] != theirs[key]:
+            changed[f"{section}.{key}"] = ours.get(key)
+    return changed
 
 
 def split_settings(settings: dict) -> tuple[dict, dict]:
@@ -87,9 +118,9 @@ def _labels(records: list[RunRecord]) -> list[tuple[str, str]]:
     """(table, encoding row) labels of ``records``; an encoding whose records in one table come
     from two plugin codes (:func:`plugin_code`) gets a row per code, ``name [code]``, so that a
     row never pools two versions of a plugin."""
-    labels = []
+    labels, current = [], _current_cards(records)
     for record in records:
-        task_settings, encoding_settings = split_settings(_settings(record))
+        task_settings, encoding_settings = split_settings(_settings(record, current))
         labels.append((_label(record.task["name"], task_settings), _label(record.encoding["name"], encoding_settings)))
     code = [plugin_code(record) for record in records]
     codes: dict[tuple[str, str], set[str]] = {}
@@ -224,11 +255,11 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
 
 def legend(records: list[RunRecord]) -> dict[str, dict]:
     """Every ``name@<hash>`` label among ``records`` and the settings it stands for."""
-    labels = {}
+    labels, current = {}, _current_cards(records)
     for record in records:
         if record.status != "ok":
             continue
-        task_settings, encoding_settings = split_settings(_settings(record))
+        task_settings, encoding_settings = split_settings(_settings(record, current))
         for name, settings in ((record.task["name"], task_settings), (record.encoding["name"], encoding_settings)):
             if settings:
                 labels[_label(name, settings)] = settings

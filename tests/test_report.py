@@ -285,3 +285,20 @@ def test_the_task_table_shows_the_extrapolation_length_and_the_chomsky_best_of_s
     board = leaderboard(chomsky, chomsky.runs, "sequence_accuracy")
     assert board.loc[0, "OOD best of seeds"] == 0.7 and board.loc[0, "OOD mean"] == 0.3
     assert display(board)["OOD best of seeds (Delétang/Ruoss statistic, not ranked)"].tolist() == ["0.700"]
+
+
+def test_a_run_of_an_earlier_card_of_its_task_is_its_own_table_never_ranked(tmp_path):
+    # t1's card capped training at 7 steps when C ran, and no more when A and B ran, later: C's
+    # run is t1@<hash of {"training.steps": 7}>, the legend says so, no ranking uses it.
+    from pebench.cards import settings_hash
+    from pebench.leaderboards import ranked_runs
+
+    current = [{**record("t1", name, 0, 0.5), "created": "2026-12-05T10:00:00+00:00"} for name in "AB"]
+    earlier = record("t1", "C", 0, 0.9)
+    earlier = {**earlier, "created": "2026-12-01T10:00:00+00:00", "task": {**earlier["task"], "training": {"steps": 7}}}
+    table = tables(typed([*current, earlier]))
+    assert dict(zip(table.runs.encoding, table.runs.table)) == {"A": "t1", "B": "t1", "C": "t1@" + settings_hash({"training.steps": 7})}
+    assert set(ranked_runs(table).encoding) == {"A", "B"}
+    write_reports(typed([*current, earlier]), tmp_path)
+    assert "training.steps=7" in (tmp_path / "legend.md").read_text()
+    assert tables(typed([earlier])).runs.table.tolist() == ["t1"]  # alone, its card is the current one
