@@ -54,21 +54,21 @@ class Tables:
 
 def _settings(record: RunRecord, current: dict[str, dict]) -> dict:
     """The record's changed settings (protocol 1 records: read from their overrides). A protocol 2
-    record of its task card's own settings, made from another card than ``current`` holds for
-    its task (:func:`_current_cards`), also gets the settings in which its card differs from that
-    one: a record of an earlier card (another step cap, other buckets: one that ``pebench
-    sweep`` calls stale) is then a table of its own, ``name@<hash>``, neither joining the
-    current card's runs nor ranked."""
+    record's task settings are taken against the card ``current`` holds for its task (the card
+    of its newest run at the card's own settings, :func:`_current_cards`) where there is one, its
+    overrides applied: a record of an earlier card (another step cap, other buckets: one that
+    ``pebench sweep`` calls stale) is then a table of its own, ``name@<hash>``, neither joining
+    the current card's runs nor ranked, with or without overrides of its own."""
     if record.settings is None:
         parsed = {}
         for override in record.overrides:
             key, _, raw = override.partition("=")
             parsed[key.strip()] = parse_value(raw.strip())
         return dict(sorted(parsed.items()))
-    settings = dict(record.settings)
-    if record.protocol != 2 or split_settings(settings)[0] or record.task["name"] not in current:
-        return settings
-    return dict(sorted({**settings, **_card_changes(record.task, current[record.task["name"]])}.items()))
+    if record.protocol != 2 or record.task["name"] not in current:
+        return dict(record.settings)
+    _, encoding = split_settings(record.settings)
+    return dict(sorted({**encoding, **_card_changes(record.task, current[record.task["name"]])}.items()))
 
 
 def _current_cards(records: list[RunRecord]) -> dict[str, dict]:
@@ -79,16 +79,19 @@ def _current_cards(records: list[RunRecord]) -> dict[str, dict]:
 
 
 def _card_changes(task: dict, card: dict) -> dict:
-    """``{"section.key": value}`` for each setting of the task card ``task`` that differs from
-    ``card``, both as records store them (:func:`pebench.records.card_identity`, prose left out);
-    a setting ``card`` has and ``task`` lacks counts as None."""
+    """``{"section.key": value}`` (``{"key": value}`` outside the sections: the family, the
+    plugin) for each setting of the task card ``task`` that differs from ``card``, both as
+    records store them (:func:`pebench.records.card_identity`, prose left out); a setting
+    ``card`` has and ``task`` lacks counts as None."""
     task, card = card_identity(task), card_identity(card)
-    keys = {(section, key) for side in (task, card) for section, body in side.items() if isinstance(body, dict) for key in body}
     changed = {}
-    for section, key in keys:
-        ours, theirs = task.get(section, {}), card.get(section, {})
-        if key not in ours or key not in theirs or ours[key] != theirs[key]:
-            changed[f"{section}.{key}"] = ours.get(key)
+    for name in {*task, *card}:
+        ours, theirs = task.get(name), card.get(name)
+        if isinstance(ours, dict) or isinstance(theirs, dict):
+            ours, theirs = ours or {}, theirs or {}
+            changed.update({f"{name}.{key}": ours.get(key) for key in {*ours, *theirs} if key not in ours or key not in theirs or ours[key] != theirs[key]})
+        elif name not in task or name not in card or ours != theirs:
+            changed[name] = ours
     return changed
 
 

@@ -21,13 +21,19 @@ BUCKETS = [[1, 4], [5, 8]]
 
 
 def record(task, encoding, seed, ood, learned=True, settings=None, target=0.9, ood_metric=None):
-    """A protocol 2 record with ID score 1.0 (or 0.5 when not learned) and OOD score ``ood``."""
+    """A protocol 2 record with ID score 1.0 (or 0.5 when not learned) and OOD score ``ood``; its
+    task card has ``settings``' task values, as a run's resolved card has its overrides."""
     ood_metric = ood if ood_metric is None else ood_metric
     id_score = 1.0 if learned else 0.5
+    card = {"name": task, "metrics": {"names": ["sequence_accuracy", "exact_match"], "primary": "sequence_accuracy"},
+            "split": {"train": [1, 4], "buckets": BUCKETS, "unit": "symbols"}}
+    for key, value in (settings or {}).items():
+        section, _, name = key.partition(".")
+        if section != "encoding":
+            card.setdefault(section, {})[name] = value
     return {
         "schema": 2, "protocol": 2, "status": "ok", "seed": seed, "settings": settings or {}, "overrides": [],
-        "task": {"name": task, "metrics": {"names": ["sequence_accuracy", "exact_match"], "primary": "sequence_accuracy"},
-                 "split": {"train": [1, 4], "buckets": BUCKETS, "unit": "symbols"}},
+        "task": card,
         "encoding": {"name": encoding, "plugin": encoding, "params": {}},
         "training": {"target": target, "steps_to_target": (100 * (seed + 1) if learned else None) if target else None,
                      "steps": 100, "wall_seconds": 1.0, "final_loss": 0.1, "curve": []},
@@ -302,3 +308,20 @@ def test_a_run_of_an_earlier_card_of_its_task_is_its_own_table_never_ranked(tmp_
     write_reports(typed([*current, earlier]), tmp_path)
     assert "training.steps=7" in (tmp_path / "legend.md").read_text()
     assert tables(typed([earlier])).runs.table.tolist() == ["t1"]  # alone, its card is the current one
+
+
+def test_overrides_are_read_against_the_current_card_too():
+    # t1's card caps training at 10 steps now, at 7 when D and F ran. D and E both ran with --set
+    # training.lr=0.5: two tables. F ran the earlier card with --set training.steps=10, the
+    # current card's value: F joins the current card's table.
+    from pebench.cards import settings_hash
+
+    def at(name, created, training, settings):
+        base = record("t1", name, 0, 0.5, settings=settings)
+        return {**base, "created": created, "task": {**base["task"], "training": training}}
+
+    records = [at("A", "2026-12-05", {"steps": 10}, {}), at("D", "2026-12-01", {"steps": 7, "lr": 0.5}, {"training.lr": 0.5}),
+               at("E", "2026-12-05", {"steps": 10, "lr": 0.5}, {"training.lr": 0.5}), at("F", "2026-12-01", {"steps": 10}, {"training.steps": 10})]
+    table = tables(typed(records))
+    assert dict(zip(table.runs.encoding, table.runs.table)) == {
+        "A": "t1", "D": "t1@" + settings_hash({"training.lr": 0.5, "training.steps": 7}), "E": "t1@" + settings_hash({"training.lr": 0.5}), "F": "t1"}
