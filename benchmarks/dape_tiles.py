@@ -40,8 +40,7 @@ def main() -> None:
     torch.manual_seed(0)
     for label, (b, s, d_model, train) in {"train b=32 s=256": (32, 256, 64, True), "eval b=8 s=1024": (8, 1024, 128, False)}.items():
         dape = dape_module.DAPE(ModelConfig(d_model=d_model, n_heads=4, n_layers=1).geometry(s))
-        width = next(iter(dape.mlps.values()))[0].out_features  # the MLP's hidden features per pair, wider than 4 heads
-        sizings = {"by the MLP": width, "by the scores": None}
+        sizings = {"by the MLP": dape.mlp_width, "by the scores": None}  # the MLP's hidden features per pair, wider than 4 heads
         q, k, v = (torch.randn(b, 4, s, d_model // 4, requires_grad=train) for _ in range(3))
         pos, allowed = torch.arange(s), causal_mask(s, q.device)
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cards import parse_value, settings_hash
+from .cards import changed_settings, parse_value, settings_hash
 from .layout import USER_RESULTS
 from .records import card_identity, load_records
 from .registry import code_key
@@ -84,15 +84,14 @@ def _card_changes(task: dict, card: dict) -> dict:
     records store them (:func:`pebench.records.card_identity`, prose left out); a setting
     ``card`` has and ``task`` lacks counts as None."""
     task, card = card_identity(task), card_identity(card)
-    changed = {}
-    for name in {*task, *card}:
-        ours, theirs = task.get(name), card.get(name)
-        if isinstance(ours, dict) or isinstance(theirs, dict):
-            ours, theirs = ours or {}, theirs or {}
-            changed.update({f"{name}.{key}": ours.get(key) for key in {*ours, *theirs} if key not in ours or key not in theirs or ours[key] != theirs[key]})
-        elif name not in task or name not in card or ours != theirs:
-            changed[name] = ours
-    return changed
+    none = {"params": {}}  # no encoding: changed_settings compares the task sections alone
+    lacking = {key: None for key in changed_settings(card, none, task, none)}  # None where task lacks the key; task's value, below, where it has it
+    top = {
+        name: task.get(name)
+        for name in {*task, *card}
+        if not isinstance(task.get(name, card.get(name)), dict) and (name not in task or name not in card or task[name] != card[name])
+    }
+    return {**lacking, **changed_settings(task, none, card, none), **top}
 
 
 def split_settings(settings: dict) -> tuple[dict, dict]:

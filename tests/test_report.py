@@ -10,6 +10,7 @@ import pytest
 
 from pebench import leaderboards, report
 from pebench import tables as rendering
+from pebench.cards import settings_hash
 from pebench.leaderboards import extrapolation_length, leaderboard, overall
 from pebench.report import write_reports
 from pebench.statistics import interval
@@ -173,8 +174,6 @@ def test_a_run_with_other_buckets_is_its_own_table_and_blanks_nothing(tmp_path):
 
 
 def report_label(record):
-    from pebench.cards import settings_hash
-
     return settings_hash(record["settings"])
 
 
@@ -296,7 +295,6 @@ def test_the_task_table_shows_the_extrapolation_length_and_the_chomsky_best_of_s
 def test_a_run_of_an_earlier_card_of_its_task_is_its_own_table_never_ranked(tmp_path):
     # t1's card capped training at 7 steps when C ran, and no more when A and B ran, later: C's
     # run is t1@<hash of {"training.steps": 7}>, the legend says so, no ranking uses it.
-    from pebench.cards import settings_hash
     from pebench.leaderboards import ranked_runs
 
     current = [{**record("t1", name, 0, 0.5), "created": "2026-12-05T10:00:00+00:00"} for name in "AB"]
@@ -314,8 +312,6 @@ def test_overrides_are_read_against_the_current_card_too():
     # t1's card caps training at 10 steps now, at 7 when D and F ran. D and E both ran with --set
     # training.lr=0.5: two tables. F ran the earlier card with --set training.steps=10, the
     # current card's value: F joins the current card's table.
-    from pebench.cards import settings_hash
-
     def at(name, created, training, settings):
         base = record("t1", name, 0, 0.5, settings=settings)
         return {**base, "created": created, "task": {**base["task"], "training": training}}

@@ -66,6 +66,7 @@ class DAPE(PositionalEncoding):
         self.base = inner(geometry, **(base_params or {}))
         self.max_positions = self.base.max_positions
         h = geometry.n_heads
+        self.mlp_width = mlp_width
         self.mlps = nn.ModuleDict({_key(site): mlp(2 * h, mlp_width, h) for site in geometry.sites if site.kind == "self"})
 
     def prepare(self, num_positions: int, device: torch.device) -> None:
@@ -87,8 +88,7 @@ class DAPE(PositionalEncoding):
         # scores: evaluation (b = 8, s = 1,024) 22.5 against 113 MiB peak, x0.60-1.12 the time
         # (four runs, 1 and 2 threads); a training step (b = 32, s = 256) 358 against 350 MiB,
         # x0.98-1.02 the time on 1 thread, x1.18-1.48 on 2.
-        width = self.mlps[_key(site)][0].out_features
-        pair_values = None if torch.is_grad_enabled() else max(q.shape[1], width)
+        pair_values = None if torch.is_grad_enabled() else max(q.shape[1], self.mlp_width)
         return tiled_attention(q, k, v, allowed, logit_bias, causal, pair_values=pair_values)
 
     def logit_bias(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor, site: Site, causal_from: int | None = None) -> Tensor:
