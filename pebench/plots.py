@@ -190,8 +190,8 @@ def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
 
 def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     """PNG of the training curves: the mean training loss and the ID validation score of the
-    primary metric against the step, one line per run (coloured by encoding), the ID target
-    marked."""
+    primary metric against the step, one line per run (the colour and marker of its encoding,
+    :func:`style`), the ID target marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,11 +200,11 @@ def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> Non
     curves = table.curves[table.curves.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
     figure, (loss_axes, score_axes) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=100)
     for encoding, rows in curves.groupby("encoding", sort=True):
-        color, _ = style(encoding)
+        color, marker = style(encoding)
         for number, (_, run) in enumerate(rows.groupby("run", sort=True)):
-            label = encoding if number == 0 else None
-            loss_axes.plot(run["step"], run["loss"], linewidth=1, color=color, label=label)
-            score_axes.plot(run["step"], run["validation"], linewidth=1, color=color)
+            line = dict(linewidth=1, color=color, marker=marker, markersize=5, markevery=max(1, len(run) // 8))
+            loss_axes.plot(run["step"], run["loss"], label=encoding if number == 0 else None, **line)
+            score_axes.plot(run["step"], run["validation"], **line)
     target = runs["target"].iloc[0]
     if pd.notna(target):
         score_axes.axhline(target, color="black", linestyle="--", linewidth=1)
