@@ -47,6 +47,13 @@ def style(encoding: str) -> tuple[str, str]:
     return STYLES.get(name) or (OTHER_COLORS[zlib.crc32(name.encode()) % len(OTHER_COLORS)], "*")
 
 
+def _marked(encoding: str, points: int, size: float, marks: int = 8) -> dict:
+    """The line keywords of an encoding in a plot of ``points`` points: its :func:`style`, about
+    ``marks`` markers of ``size`` points along the line."""
+    color, marker = style(encoding)
+    return dict(color=color, marker=marker, markersize=size, markevery=max(1, points // marks))
+
+
 def _title(text: str) -> str:
     return textwrap.fill(text, TITLE_WIDTH)
 
@@ -79,21 +86,19 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path, highlight: fr
     for encoding, group in runs.groupby("encoding", sort=True):
         values = points[points.run.isin(group.run)].groupby("x")["value"]
         mean, half = values.mean(), values.agg(interval).fillna(0)
-        color, marker = style(encoding)
+        marked = _marked(encoding, len(mean), 3.5, marks=12)
+        color = marked["color"]
         shown = not highlight or encoding in highlight
         line = "-" if ranked(group["learned"]) else "--"
         axes.plot(
             mean.index,
             mean,
             line,
-            marker=marker,
-            markersize=3.5,
-            markevery=max(1, len(mean) // 12),
             linewidth=(2.2 if highlight else 1.2) if shown else 0.8,
             alpha=1.0 if shown else 0.35,
             label=encoding,
-            color=color,
             zorder=3 if highlight and shown else 2,
+            **marked,
         )
         if shown:
             axes.fill_between(mean.index, (mean - half).clip(low, high), (mean + half).clip(low, high), color=color, alpha=0.12, linewidth=0)
@@ -137,8 +142,7 @@ def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> 
     for axes, length in zip(panels[0], lengths):
         for encoding, rows in points[points.length == length].groupby("encoding", sort=True):
             mean = rows.groupby("position")["loss"].mean()
-            color, marker = style(encoding)
-            axes.plot(mean.index, mean, linewidth=1, color=color, marker=marker, markersize=3, markevery=max(1, len(mean) // 8), label=encoding)
+            axes.plot(mean.index, mean, linewidth=1, label=encoding, **_marked(encoding, len(mean), 3))
         axes.axvline(runs["train_hi"].iloc[0], color="black", linestyle="--", linewidth=1)
         axes.set(title=f"context {length}", xlabel="position in the window", ylabel="loss (nats)" if length == lengths[0] else None)
         axes.grid(alpha=0.3)
@@ -200,9 +204,8 @@ def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> Non
     curves = table.curves[table.curves.run.isin(runs.run)].merge(runs[["run", "encoding"]], on="run")
     figure, (loss_axes, score_axes) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=100)
     for encoding, rows in curves.groupby("encoding", sort=True):
-        color, marker = style(encoding)
         for number, (_, run) in enumerate(rows.groupby("run", sort=True)):
-            line = dict(linewidth=1, color=color, marker=marker, markersize=5, markevery=max(1, len(run) // 8))
+            line = dict(linewidth=1, **_marked(encoding, len(run), 5))
             loss_axes.plot(run["step"], run["loss"], label=encoding if number == 0 else None, **line)
             score_axes.plot(run["step"], run["validation"], **line)
     target = runs["target"].iloc[0]
