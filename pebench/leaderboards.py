@@ -333,8 +333,11 @@ def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGrou
     share, and E every encoding that ran all of C: the formal concepts of the relation "has a run
     at", those of two encodings or more. Ranks and MRR are computed on those runs alone, so within
     a block every encoding is compared on the same tasks, at the same seeds, against the same
-    rivals. Blocks come largest first (encodings x tasks). A grid of tiers (the nine encodings on
-    every task, seventeen on some) gives one block per tier."""
+    rivals. Blocks come largest first (encodings x tasks), then by more encodings, their tasks,
+    more runs each and their cells, an order that does not depend on hashing: two blocks of
+    as many encodings on the same tasks at different seeds keep their places from one report to
+    the next. A grid of tiers (the nine encodings on every task, seventeen on some) gives one
+    block per tier."""
     runs = ranked_runs(table)
     ran = {encoding: frozenset(zip(group.task, group.seed)) for encoding, group in runs.groupby("encoding")}
     intents, frontier = set(ran.values()), set(ran.values())
@@ -347,7 +350,7 @@ def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGrou
         if len(encodings) > 1:
             chosen = runs.encoding.isin(encodings) & pd.MultiIndex.from_arrays([runs.task, runs.seed]).isin(list(cells))
             blocks.append(RankingGroup(overall(dataclasses.replace(table, runs=runs[chosen]), metric), cells))
-    return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks))
+    return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks, -len(b.cells), sorted(b.cells)))
 
 
 def suite_scores(table: Tables, levels: dict[str, tuple[str, ...]]) -> pd.DataFrame:

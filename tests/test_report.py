@@ -2,7 +2,12 @@
 rule, mean reciprocal rank and its bootstrap interval, tables kept apart by their settings, and
 reports written all or nothing."""
 
+import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -321,3 +326,23 @@ def test_overrides_are_read_against_the_current_card_too():
     table = tables(typed(records))
     assert dict(zip(table.runs.encoding, table.runs.table)) == {
         "A": "t1", "D": "t1@" + settings_hash({"training.lr": 0.5, "training.steps": 7}), "E": "t1@" + settings_hash({"training.lr": 0.5}), "F": "t1"}
+
+
+def test_blocks_of_as_many_encodings_on_the_same_tasks_come_in_one_order_whatever_the_hashing():
+    # A and B ran t at seeds 0-1, C and D at seeds 0 and 2: blocks {A, B, C, D} x seed 0, then
+    # {A, B} x seeds 0-1 and {C, D} x seeds 0 and 2, tied on encodings and tasks, by their cells.
+    # The blocks are found through sets, whose order changes with PYTHONHASHSEED; the report's
+    # order must not (the committed leaderboards are compared byte for byte).
+    script = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from test_report import record, typed
+from pebench import leaderboards
+from pebench.results import tables
+records = [record("t", e, s, 0.5) for e, seeds in (("A", (0, 1)), ("B", (0, 1)), ("C", (0, 2)), ("D", (0, 2))) for s in seeds]
+blocks = leaderboards.overall_groups(tables(typed(records)))
+print(json.dumps([[sorted(b.ranking.encoding), sorted(s for _, s in b.cells)] for b in blocks]))
+"""
+    orders = {subprocess.run([sys.executable, "-c", script.format(tests=str(Path(__file__).parent))], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                             capture_output=True, text=True, check=True).stdout for seed in range(4)}
+    assert [json.loads(order) for order in orders] == [[[["A", "B", "C", "D"], [0]], [["A", "B"], [0, 1]], [["C", "D"], [0, 2]]]]
