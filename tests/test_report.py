@@ -334,15 +334,14 @@ def test_blocks_of_as_many_encodings_on_the_same_tasks_come_in_one_order_whateve
     # The blocks are found through sets, whose order changes with PYTHONHASHSEED; the report's
     # order must not (the committed leaderboards are compared byte for byte).
     script = """
-import json, sys
-sys.path.insert(0, {tests!r})
-from test_report import record, typed
+import json
+from tests.test_report import record, typed
 from pebench import leaderboards
 from pebench.results import tables
 records = [record("t", e, s, 0.5) for e, seeds in (("A", (0, 1)), ("B", (0, 1)), ("C", (0, 2)), ("D", (0, 2))) for s in seeds]
 blocks = leaderboards.overall_groups(tables(typed(records)))
 print(json.dumps([[sorted(b.ranking.encoding), sorted(s for _, s in b.cells)] for b in blocks]))
 """
-    orders = {subprocess.run([sys.executable, "-c", script.format(tests=str(Path(__file__).parent))], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+    orders = {subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[1], env={**os.environ, "PYTHONHASHSEED": str(seed)},
                              capture_output=True, text=True, check=True).stdout for seed in range(4)}
     assert [json.loads(order) for order in orders] == [[[["A", "B", "C", "D"], [0]], [["A", "B"], [0, 1]], [["C", "D"], [0, 2]]]]
