@@ -1,7 +1,7 @@
 """DAPE's attention in blocks sized by its MLP's hidden features per (query, key) pair against
 blocks sized by the scores alone (h values per pair, as CoPE's and T5's), side by side in one
 process: a causal training step (forward and backward) and an evaluation forward, time (median
-of interleaved rounds) and peak memory (pebench.bench's measure). ``DAPE.attend`` uses the first
+of interleaved rounds) and peak memory (pebench.bench.throughput's measure). ``DAPE.attend`` uses the first
 in evaluation and the second in training, from these figures.
 
     python benchmarks/dape_tiles.py                  # the decoder cards' shapes: b=32, s=256, d_h=16; b=8, s=1,024
@@ -18,10 +18,10 @@ from unittest import mock
 import torch
 
 import pebench.encodings.dape as dape_module
-from pebench.attention import causal_mask
-from pebench.bench import peak_memory_mb
+from pebench.encodings.attention import causal_mask
+from pebench.bench.throughput import peak_memory_mb
 from pebench.encodings.base import Site
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 SITE = Site("decoder", 0, "self")
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from pebench import execution
-from pebench.data import DATA_ENV
-from pebench.devices import resolve_device
-from pebench.records import USER_RESULTS
-from pebench.sweep import seeds as parse_seeds
+from pebench.running import execution
+from pebench.tasks.data import DATA_ENV
+from pebench.running.devices import resolve_device
+from pebench.records.store import USER_RESULTS
+from pebench.running.sweep import seeds as parse_seeds
 
 MULTIPLES = (1, 2, 4, 8, 16)
 

@@ -16,7 +16,7 @@ import time
 import torch
 
 from pebench.encodings.flow import CompiledStep, Flow, rk4_knots
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ except PackageNotFoundError:  # pragma: no cover - running from an uninstalled c
     __version__ = "0.0.0+unknown"
 
 _LAZY = {name: "pebench.encodings.base" for name in ("Geometry", "PositionalEncoding", "PositionLimitError", "Site", "StructureError", "require_range")}
-_LAZY["load_results"] = "pebench.results"
+_LAZY["load_results"] = "pebench.analysis.frames"
 __all__ = [*_LAZY, "__version__"]
 
 
@@ -18,7 +18,7 @@ def __getattr__(name: str):
     """The public names, imported on first use (PEP 562): ``import pebench`` stays free of torch
     for the report and of pandas for plugins; ``pebench.PositionalEncoding`` is
     :class:`pebench.encodings.base.PositionalEncoding`, ``pebench.load_results``
-    :func:`pebench.results.load_results`."""
+    :func:`pebench.analysis.frames.load_results`."""
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'pebench' has no attribute {name!r}")

@@ -42,11 +42,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .batching import pack, prompts
-from .encodings.base import PositionalEncoding, PositionLimitError
-from .evaluation import seeded
-from .model import ModelConfig, Transformer
-from .tasks.base import Example
+from pebench.encodings.base import PositionalEncoding, PositionLimitError
+from pebench.model.batching import pack, prompts
+from pebench.model.transformer import ModelConfig, Transformer
+from pebench.running.evaluation import seeded
+from pebench.tasks.base import Example
 
 ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
 VOCAB = 24

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pebench.model import ModelConfig, Transformer
-from pebench.registry import ENCODINGS, plugins
+from pebench.model.transformer import ModelConfig, Transformer
+from pebench.core.registry import ENCODINGS, plugins
 
 # Randomized positions are drawn afresh at evaluation (as published); tests that compare two
 # forward passes position by position give it fixed positions instead.

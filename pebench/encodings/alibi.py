@@ -18,7 +18,7 @@ import math
 import torch
 from torch import Tensor
 
-from .base import Geometry, PositionalEncoding, Site
+from pebench.encodings.base import Geometry, PositionalEncoding, Site
 
 
 def alibi_slopes(n_heads: int) -> list[float]:

@@ -19,7 +19,7 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
 4. :meth:`~PositionalEncoding.bias`: an additive attention-logit bias.
 5. :meth:`~PositionalEncoding.attend`: the attention itself, for encodings that need the
    weights (Shaw et al.'s value term) or the logits (CoPE, DAPE); the kernels are
-   :mod:`pebench.attention`'s, and the model says when the attention is causal (``causal``).
+   :mod:`pebench.encodings.attention`'s, and the model says when the attention is causal (``causal``).
 6. :meth:`~PositionalEncoding.key_state`: a value per key token and head computed from the
    attention's input at that token (the Forgetting Transformer's forget gates); the model keeps
    it beside the token's key and value (in the cache, in incremental decoding) and passes it to
@@ -30,7 +30,7 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
    number; :mod:`pebench.tasks.base`). An encoding that sets ``needs_structure = True`` is given
    them in :meth:`~PositionalEncoding.batch_positions` as ``structure`` ``[b, s]`` and returns
    positions made from them (Abacus embeddings, position coupling); the model refuses it with
-   :class:`StructureError` where none are given, and :func:`pebench.train.build_model` refuses
+   :class:`StructureError` where none are given, and :func:`pebench.running.train.build_model` refuses
    it on a task without them, before training. Every other encoding is called as before.
 
 An attention *site* is one attention module of the model: (stack, layer, kind), where stack is
@@ -55,7 +55,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from ..attention import scaled_dot_product
+from pebench.encodings.attention import scaled_dot_product
 
 
 class PositionLimitError(ValueError):
@@ -230,7 +230,7 @@ class PositionalEncoding(nn.Module):
         return None
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, q_pos: Tensor, k_pos: Tensor, allowed: Tensor, site: Site, causal: bool = False) -> Tensor:
-        """The attention output ``[b, h, s_q, d_h]``; see :func:`pebench.attention.scaled_dot_product`.
+        """The attention output ``[b, h, s_q, d_h]``; see :func:`pebench.encodings.attention.scaled_dot_product`.
         ``causal``: the model's word that ``allowed`` is the causal mask of a full pass (a
         decoder's self-attention over s_q = s_k tokens), for the kernels' causal paths."""
         return scaled_dot_product(q, k, v, allowed, self.bias(q_pos, k_pos, site), causal)

@@ -38,8 +38,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..attention import scaled_dot_product, tiled_attention
-from .base import Geometry, PositionalEncoding, Site, require_range
+from pebench.encodings.attention import scaled_dot_product, tiled_attention
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, require_range
 
 
 def contextual_positions(gates: Tensor, causal: bool, first_row: int = 0) -> Tensor:

@@ -30,8 +30,8 @@ import math
 import torch
 from torch import Tensor, nn
 
-from ..attention import as_4d, scaled_dot_product, tiled_attention
-from .base import Geometry, PositionalEncoding, Site, require_range
+from pebench.encodings.attention import as_4d, scaled_dot_product, tiled_attention
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, require_range
 
 # hooks a base may not override: DAPE adds only its bias to the logits
 OTHER_HOOKS = ("positions", "batch_positions", "embed", "query_bias", "key_value_bias", "project_query", "project_key_value", "attend")
@@ -55,7 +55,7 @@ class DAPE(PositionalEncoding):
 
     def __init__(self, geometry: Geometry, base: str = "kerple", base_params: dict | None = None, mlp_width: int = 32):
         super().__init__(geometry)
-        from ..registry import ENCODINGS, plugin  # the registry imports plugins: import it late
+        from pebench.core.registry import ENCODINGS, plugin  # the registry imports plugins: import it late
 
         require_range("DAPE", "mlp_width", mlp_width, at_least=1)
         inner = plugin(ENCODINGS, base)

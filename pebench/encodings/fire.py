@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site, inverse_softplus, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, inverse_softplus, require_range
 
 
 class FIREBias(nn.Module):

@@ -69,7 +69,7 @@ import torch
 from torch import Tensor, nn
 from torchdiffeq import odeint, odeint_adjoint
 
-from .base import Geometry, PositionalEncoding, Site, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, require_range
 
 PLACEMENTS = ("attention", "input")
 BACKENDS = ("pebench", "torchdiffeq")

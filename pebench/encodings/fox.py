@@ -41,8 +41,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..attention import scaled_dot_product
-from .base import Geometry, PositionalEncoding, Site
+from pebench.encodings.attention import scaled_dot_product
+from pebench.encodings.base import Geometry, PositionalEncoding, Site
 
 
 def decay_bias(log_gates: Tensor, allowed: Tensor, causal: bool) -> Tensor:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .alibi import distance_matrix
-from .base import Geometry, PositionalEncoding, Site, inverse_softplus, require_range
+from pebench.encodings.alibi import distance_matrix
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, inverse_softplus, require_range
 
 
 class KERPLE(PositionalEncoding):

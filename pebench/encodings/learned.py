@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, require_range
 
 
 class Learned(PositionalEncoding):

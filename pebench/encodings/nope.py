@@ -7,7 +7,7 @@ causal mask. Every hook is the base class's no-op; this is the baseline for thro
 
 from __future__ import annotations
 
-from .base import Geometry, PositionalEncoding
+from pebench.encodings.base import Geometry, PositionalEncoding
 
 
 class NoPE(PositionalEncoding):

@@ -14,11 +14,11 @@ in a right-padded batch, row i's first n_i positions are its sorted draw and its
 position 0 (:meth:`Randomized.batch_positions`, positions ``[b, s]``). Training draws from
 torch's generator (the run's stream); evaluation draws each example's positions from a generator
 seeded by torch's seed (the evaluation seed and the bucket, set by
-:func:`pebench.evaluation.seeded`), the stack and the example's source tokens, so an example's
+:func:`pebench.running.evaluation.seeded`), the stack and the example's source tokens, so an example's
 positions, and so its score, are the same at any batch size and in any batch order, and every
 run sees the same ones. Greedy decoding draws once per example for the longest sequence it can
 reach, prompt and output together, so cached keys and later queries share one draw
-(:mod:`pebench.decoding`).
+(:mod:`pebench.model.decoding`).
 
 Where pebench differs: L defaults to 4x the task's longest sequence (the authors' code: 2,048
 for evaluation lengths up to 500). Draws are made on the CPU and moved to the device, so that a
@@ -36,7 +36,7 @@ import hashlib
 import torch
 from torch import Tensor
 
-from .base import Geometry, PositionalEncoding, PositionLimitError, Site
+from pebench.encodings.base import Geometry, PositionalEncoding, PositionLimitError, Site
 
 EVAL_POSITIONS = ("random", "arange", "stride")
 
@@ -67,7 +67,7 @@ class Randomized(PositionalEncoding):
         self, geometry: Geometry, base: str = "rope", max_position: int | None = None, eval_positions: str = "random", base_params: dict | None = None
     ):
         super().__init__(geometry)
-        from ..registry import ENCODINGS, plugin  # the registry imports plugins: import it late
+        from pebench.core.registry import ENCODINGS, plugin  # the registry imports plugins: import it late
 
         if eval_positions not in EVAL_POSITIONS:
             raise ValueError(f"eval_positions must be one of {EVAL_POSITIONS}; got {eval_positions!r}")
@@ -154,7 +154,7 @@ class Randomized(PositionalEncoding):
 
 def example_generator(identity: Tensor, stack: str) -> torch.Generator:
     """A CPU generator for one example's evaluation draw, seeded by torch's seed (the evaluation
-    seed, :func:`pebench.evaluation.seeded`), ``stack`` and the example's tokens ``identity``
+    seed, :func:`pebench.running.evaluation.seeded`), ``stack`` and the example's tokens ``identity``
     (``[*]`` long, its padding (0) left out): the same example gets the same draw in any batch."""
     digest = hashlib.blake2b(f"{torch.initial_seed()}:{stack}:".encode(), digest_size=8)
     digest.update(identity[identity != 0].to(torch.int64).numpy().tobytes())

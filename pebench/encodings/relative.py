@@ -22,8 +22,8 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from ..attention import as_4d, attention_tiles, autocast_state, full_mask, mask_tile, scaled_dot_product
-from .base import Geometry, PositionalEncoding, Site, require_range
+from pebench.encodings.attention import as_4d, attention_tiles, autocast_state, full_mask, mask_tile, scaled_dot_product
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, require_range
 
 
 def relative_offset_index(q_pos: Tensor, k_pos: Tensor, clip: int) -> Tensor:
@@ -64,8 +64,8 @@ class Relative(PositionalEncoding):
 
 
 class RelativeAttention(torch.autograd.Function):
-    """Eq. 3-4 in the blocks of :func:`~pebench.attention.attention_tiles`, with the backward
-    pass written out (as :class:`~pebench.attention.BiasedAttention`, whose docstring says
+    """Eq. 3-4 in the blocks of :func:`~pebench.encodings.attention.attention_tiles`, with the backward
+    pass written out (as :class:`~pebench.encodings.attention.BiasedAttention`, whose docstring says
     why). With Q scaled by 1/sqrt(d_h), P the attention weights, R the bucket of each (query, key)
     and, per block, the per-bucket terms
         E = Q (w^K)^T  [rows, r],   W = P summed per bucket  [rows, r]:
@@ -158,7 +158,7 @@ class RelativeAttention(torch.autograd.Function):
 
 
 def _blocks(plan: list[tuple[slice, slice, int]], q_pos: Tensor, k_pos: Tensor, key_vectors: Tensor, banded: bool) -> list[tuple[slice, Gathered | Banded]]:
-    """The blocks of a plan of :func:`~pebench.attention.attention_tiles` as (examples,
+    """The blocks of a plan of :func:`~pebench.encodings.attention.attention_tiles` as (examples,
     chunk of query rows), one chunk object per chunk, shared by its blocks of examples:
     :class:`Banded` if banded and the first chunk has more than k rows (the later chunks start
     past key k), else :class:`Gathered`."""
@@ -176,7 +176,7 @@ class Gathered:
     bucket of each (query, key): any mask.
 
     Attributes:
-        rows, keys: the chunk (:func:`~pebench.attention.attention_tiles`); rows of the
+        rows, keys: the chunk (:func:`~pebench.encodings.attention.attention_tiles`); rows of the
             query order of :meth:`order`.
         used: the buckets 0..used-1 that the chunk's per-bucket terms cover (all 2k + 1).
         buckets: the bucket of each of the chunk's (query, key) pairs, ``[rows, keys]`` long.

@@ -31,7 +31,7 @@ import math
 import torch
 from torch import Tensor
 
-from .base import Geometry, PositionalEncoding, Site, inverse_frequencies, require_even, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, inverse_frequencies, require_even, require_range
 
 SCALINGS = ("none", "pi", "ntk", "yarn")
 

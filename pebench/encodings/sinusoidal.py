@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .base import Geometry, PositionalEncoding, inverse_frequencies, require_even, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, inverse_frequencies, require_even, require_range
 
 
 def sinusoidal_table(pos: Tensor, d_model: int, base: float = 10000.0) -> Tensor:

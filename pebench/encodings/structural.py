@@ -37,7 +37,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, PositionLimitError, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, PositionLimitError, require_range
 
 
 class StructuralEmbedding(PositionalEncoding):

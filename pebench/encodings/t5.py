@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .base import Geometry, PositionalEncoding, Site, require_range
+from pebench.encodings.base import Geometry, PositionalEncoding, Site, require_range
 
 
 def t5_buckets(offset: Tensor, bidirectional: bool, num_buckets: int = 32, max_distance: int = 128) -> Tensor:

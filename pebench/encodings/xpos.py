@@ -21,8 +21,8 @@ import math
 import torch
 from torch import Tensor
 
-from .base import Geometry, Site, require_range
-from .rope import RoPE, rotate
+from pebench.encodings.base import Geometry, Site, require_range
+from pebench.encodings.rope import RoPE, rotate
 
 FACTOR_BITS = 100  # the decay factors stay within 2^-100..2^100: far from float32's 2^128
 

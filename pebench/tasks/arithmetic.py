@@ -13,7 +13,7 @@ zero padding, the loss on the answer only; they score exact match on a grid of o
   output rule, which is exact for an answer written least-significant first.
 - training: both operand lengths uniform in the training range, on their own;
 - evaluation at length n: half the examples on the grid's diagonal (both operands n digits: the
-  per-length curve and the extrapolation length of :mod:`pebench.leaderboards` read these through
+  per-length curve and the extrapolation length of :mod:`pebench.analysis.leaderboards` read these through
   the cells), the other half spread over the other cells (i, j) of the grid with max(i, j) = n,
   i and j among the card's ``grid`` lengths (:meth:`LongAddition.at_length`).
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from .base import Example, LengthBucket, Task
-from .synthetic import digits, number
+from pebench.tasks.base import Example, LengthBucket, Task
+from pebench.tasks.synthetic import digits, number
 
 
 class TwoOperands(Task):

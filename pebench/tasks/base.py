@@ -2,7 +2,7 @@
 
 A task family is a :class:`Task` subclass (examples) or a :class:`TokenStream` subclass (a text
 for language modelling) registered under the entry-point group ``pebench.tasks``; a task card (``tasks/*.toml``) names the family and fixes the protocol
-(length split, buckets, metrics, model, budget), which :mod:`pebench.protocol` enforces.
+(length split, buckets, metrics, model, budget), which :mod:`pebench.config.protocol` enforces.
 A family only produces examples: ``source`` and ``target`` are sequences of symbol ids
 (indices into :attr:`Task.symbols`), and ``length`` is the example's length in the task's unit
 (digits, symbols, subword tokens), which decides its bucket.
@@ -83,7 +83,7 @@ class TaskFamily(ABC):
     """What every task family has. A family is one of two kinds: a :class:`Task` makes examples
     (input/output pairs, scored per example or as text); a :class:`TokenStream` is a text for
     language modelling, scored by perplexity at each evaluation length. Which scorer scores it
-    follows from its kind and its card's metrics (:mod:`pebench.kinds`).
+    follows from its kind and its card's metrics (:mod:`pebench.config.kinds`).
 
     Subclasses set ``description`` and ``reference``, take their card's ``[params]`` as keyword
     arguments, and fill :attr:`symbols`.
@@ -101,7 +101,7 @@ class TokenStream(TaskFamily):
     Short, Test Long", arXiv:2108.12409): windows of the training length drawn from
     :attr:`train_ids`; the ID validation text :attr:`validation_ids` scored at the training
     length; :attr:`evaluation_ids` scored at every evaluation length, with :attr:`stride` tokens
-    scored per window in the sliding-window evaluation (:mod:`pebench.perplexity`). Token ids are
+    scored per window in the sliding-window evaluation (:mod:`pebench.running.perplexity`). Token ids are
     indices into :attr:`symbols`."""
 
     train_ids: list[int]

@@ -17,7 +17,7 @@ draws. Where the code and its docstrings disagree, pebench follows the code:
   with a termination token, after which the authors pad with zeros and mask the accuracy:
   pebench's target stops before it and the encoder-only format gives those tasks the authors'
   number of output slots (``output_slots``): EOS stands for the termination token and what
-  follows is not scored (:mod:`pebench.batching`);
+  follows is not scored (:mod:`pebench.model.batching`);
 - ``missing_duplicate_string`` of length 1, ``solve_equation`` of length 1 or 2 and
   ``binary_addition``/``binary_multiplication`` of length 1 or 2 are the code's fixed
   degenerate cases.
@@ -33,8 +33,8 @@ from __future__ import annotations
 import math
 import random
 
-from .base import Example
-from .synthetic import SyntheticTask
+from pebench.tasks.base import Example
+from pebench.tasks.synthetic import SyntheticTask
 
 BINARY = ("0", "1")
 

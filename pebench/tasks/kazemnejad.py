@@ -47,10 +47,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 
-from ..data import DataNotFoundError, data_root
-from .arithmetic import TwoOperands
-from .base import Example, LengthBucket, Task, held_examples
-from .synthetic import SyntheticTask, number
+from pebench.tasks.arithmetic import TwoOperands
+from pebench.tasks.base import Example, LengthBucket, Task, held_examples
+from pebench.tasks.data import DataNotFoundError, data_root
+from pebench.tasks.synthetic import SyntheticTask, number
 
 Symbols = tuple[str, ...]
 

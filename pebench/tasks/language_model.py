@@ -4,7 +4,7 @@ with longer contexts (Press et al. 2022, "Train Short, Test Long", arXiv:2108.12
 A family provides a token stream split three ways: *train* (windows of the training length are
 drawn from it at random offsets), *validation* (the ID validation text, held out from the
 training part) and *evaluation* (the test text, scored at every evaluation length by
-:mod:`pebench.perplexity`). Examples are windows: ``source`` holds L + 1 tokens, the model reads
+:mod:`pebench.running.perplexity`). Examples are windows: ``source`` holds L + 1 tokens, the model reads
 the first L and predicts each next one; ``target`` is empty.
 
 - ``tinyshakespeare`` (:class:`TinyShakespeare`): characters of the tiny-shakespeare corpus
@@ -12,15 +12,15 @@ the first L and predicts each next one; ``target`` is empty.
   training (its last 5% held out as the validation text), the last 10% for evaluation.
 - ``wikitext103`` (:class:`WikiText103`): WikiText-103 (raw) from the Hugging Face hub,
   ``datasets.load_dataset("wikitext", "wikitext-103-raw-v1")``, in byte-level BPE tokens
-  (:mod:`pebench.tokenization`) learned on the first ``bpe_lines`` training lines: its train,
+  (:mod:`pebench.tasks.tokenization`) learned on the first ``bpe_lines`` training lines: its train,
   validation and test splits.
 """
 
 from __future__ import annotations
 
-from ..data import DataNotFoundError, data_root, from_hub
-from ..tokenization import joint_bpe
-from .base import TokenStream
+from pebench.tasks.base import TokenStream
+from pebench.tasks.data import DataNotFoundError, data_root, from_hub
+from pebench.tasks.tokenization import joint_bpe
 
 SHAKESPEARE = "tinyshakespeare/input.txt"
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from ..data import DataNotFoundError, data_root, from_hub
-from .base import Example, LengthBucket, Task, held_examples
+from pebench.tasks.base import Example, LengthBucket, Task, held_examples
+from pebench.tasks.data import DataNotFoundError, data_root, from_hub
 
 Pair = tuple[str, str]
 

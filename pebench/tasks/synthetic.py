@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from .base import Example, LengthBucket, Task
+from pebench.tasks.base import Example, LengthBucket, Task
 
 
 class SyntheticTask(Task):

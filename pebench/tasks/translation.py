@@ -1,6 +1,6 @@
 """Machine translation with a length split: WMT14 English-German, as in FLOATER (sec. 4.2).
 
-Length is counted in source subword tokens of a joint BPE (:mod:`pebench.tokenization`).
+Length is counted in source subword tokens of a joint BPE (:mod:`pebench.tasks.tokenization`).
 Training pairs are those whose source length lies in the training range (and whose target is
 at most twice the training maximum, which drops misaligned pairs); evaluation buckets partition
 the evaluation set (newstest2014 by default, newstest2013 with ``eval_set = "dev"``) by source
@@ -14,9 +14,9 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from ..data import load_wmt14
-from ..tokenization import joint_bpe
-from .base import Example, LengthBucket, Task, held_examples
+from pebench.tasks.base import Example, LengthBucket, Task, held_examples
+from pebench.tasks.data import load_wmt14
+from pebench.tasks.tokenization import joint_bpe
 
 TARGET_RATIO = 2  # training targets may be at most this many times the longest training source
 

@@ -3,7 +3,7 @@ import torch
 
 from pebench.encodings.alibi import ALiBi, alibi_slopes
 from pebench.encodings.base import Site
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 
 def test_slopes_for_8_heads_are_the_papers_geometric_sequence():

@@ -9,7 +9,7 @@ import torch
 import pebench.testing
 from pebench.encodings.base import Site
 from pebench.encodings.cope import CoPE, contextual_positions, interpolated_logits
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 DECODER = Site("decoder", 0, "self")
 ENCODER = Site("encoder", 0, "self")

@@ -10,7 +10,7 @@ import pebench.testing
 from pebench.encodings.base import Site
 from pebench.encodings.dape import DAPE
 from pebench.encodings.kerple import KERPLE
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 SELF = Site("decoder", 0, "self")
 GEOMETRY = ModelConfig(d_model=4, n_heads=2, n_layers=1).geometry(16)  # d_h = 2

@@ -7,7 +7,7 @@ from torch import nn
 from pebench.encodings.base import Site
 from pebench.encodings.fire import FIRE
 from pebench.encodings.kerple import KERPLE
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 SELF = Site("decoder", 0, "self")
 GEOMETRY = ModelConfig(d_model=8, n_heads=2).geometry(16)

@@ -5,7 +5,7 @@ from torchdiffeq import odeint
 
 from pebench.encodings.base import Site
 from pebench.encodings.flow import Flow
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 from tests.helpers import build, relative_error
 
 

@@ -10,7 +10,7 @@ import pebench.testing
 from pebench.encodings.base import Site
 from pebench.encodings.fox import FoX, causal_forgetting_attention, decay_bias
 from pebench.encodings.nope import NoPE
-from pebench.model import ModelConfig, Transformer
+from pebench.model.transformer import ModelConfig, Transformer
 
 LOG_GATES = torch.tensor([0.5, 0.25, 0.8]).log()[None, None]  # [1, 1, 3]: f_0, f_1, f_2
 

@@ -3,8 +3,8 @@ import torch
 
 from pebench.encodings.base import PositionLimitError
 from pebench.encodings.randomized import Randomized
-from pebench.evaluation import seeded
-from pebench.model import ModelConfig
+from pebench.running.evaluation import seeded
+from pebench.model.transformer import ModelConfig
 
 GEOMETRY = ModelConfig(d_model=16, n_heads=2).geometry(32)
 

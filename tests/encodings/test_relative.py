@@ -4,11 +4,11 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pebench import attention as base
+from pebench.encodings import attention as base
 from pebench.encodings import relative as relative_module
 from pebench.encodings.base import Site
 from pebench.encodings.relative import Relative, relative_offset_index
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 from tests.helpers import build, spy_on_tiles
 
 SELF = Site("decoder", 0, "self")
@@ -117,7 +117,7 @@ def test_causal_attention_at_positions_with_gaps_gathers_the_buckets():
 def test_evaluation_keeps_one_block_of_attention_weights_at_a_time():
     # 1,024 tokens, 4 heads, in blocks of 1 MiB: the causal weights of one layer take 10 MiB.
     # Over NoPE's evaluation peak, relative adds about 3 MiB; keeping every block, about 9.
-    from pebench.bench import peak_memory_mb
+    from pebench.bench.throughput import peak_memory_mb
 
     tokens = torch.randint(4, 20, (1, 1024))
     peaks = {}

@@ -5,7 +5,7 @@ import torch
 
 from pebench.encodings.rope import RoPE, rotate
 from pebench.encodings.base import Site
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 SELF = Site("decoder", 0, "self")
 

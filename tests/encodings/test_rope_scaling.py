@@ -3,7 +3,7 @@ import math
 import pytest
 
 from pebench.encodings.rope import RoPE, scaled_frequencies
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 # Stated configuration: d_h = 8, base 10000 (theta = 1, 0.1, 0.01, 0.001), s = 4, L = 16.
 THETA = [1.0, 0.1, 0.01, 0.001]

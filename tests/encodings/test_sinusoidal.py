@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pebench.encodings.sinusoidal import Sinusoidal, sinusoidal_table
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 
 def test_known_values():

@@ -5,7 +5,7 @@ AdditionDatasetWithCoupledPositions), and the embedding they add."""
 import pytest
 import torch
 
-from pebench.batching import pack, structure_rows
+from pebench.model.batching import pack, structure_rows
 from pebench.encodings.base import PositionLimitError, StructureError
 from pebench.tasks.base import Example
 from tests.helpers import build

@@ -4,7 +4,7 @@ import torch
 
 from pebench.encodings.base import Site
 from pebench.encodings.t5 import T5Bias, t5_buckets
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 
 def reference_bucket(offset: int, bidirectional: bool, num_buckets: int, max_distance: int) -> int:

@@ -4,7 +4,7 @@ import torch
 from pebench.encodings.base import Site
 from pebench.encodings.rope import RoPE
 from pebench.encodings.xpos import XPos, xpos_scale
-from pebench.model import ModelConfig
+from pebench.model.transformer import ModelConfig
 
 SELF = Site("decoder", 0, "self")
 

@@ -1,0 +1,607 @@
+"""Throughput benchmark: every encoding side by side in one process (``pebench bench``).
+
+For each shape (architecture, sequence length) every contender gets the same model, the default
+model of a task card (``copy`` for decoder-only, ``wmt_long`` for the encoder-decoder), and the
+same random batch of about ``tokens_per_batch`` tokens with no padding. Rounds are interleaved:
+each round times one training step (forward, cross-entropy, backward, AdamW step) of every
+contender in turn, the order rotated from round to round so that drifting machine load falls on
+all of them alike; then as many rounds time one evaluation forward (no gradient) each, the
+weights now fixed, as in evaluation (FLOATER serves its cached solution). Figures are medians
+over the rounds after the warm-up round. *Ratio to NoPE* is a contender's step time over NoPE's in the
+same shape (1.10 = 10% slower).
+
+Peak memory is measured first, at every shape, in each contender's first training step and
+evaluation forward: the most bytes of tensors the call allocated and held at once, above what
+was held before it. On CUDA from torch's peak allocated bytes; on CPUs from every allocation and
+free that torch's profiler records during the call (``profile_memory``), summed in time order.
+The process's resident set would not do: the allocator keeps freed blocks for reuse, and the
+kernel may reclaim other pages during the call (both were seen here, reading 0 MiB).
+
+glibc's mmap threshold is held at 1 MiB while memory is measured, so that every large tensor is
+a mapping of its own, returned to the system when freed, and at 32 MiB (glibc's own upper bound,
+where its dynamic threshold settles in a long run of one model) in the timed rounds. Left to
+glibc's dynamic threshold, blocks freed by the measurements of all shapes stay in the heap the
+timed rounds use; two whole runs so read T5 1.88 and 1.96 and learned 1.01 and 1.07 at dec 256,
+two with these thresholds 1.58 and 1.77, and 1.00 and 1.02.
+
+Contenders: every encoding card, FLOATER solved through torchdiffeq (``flow+torchdiffeq``, the
+same RK4 steps as the card's host-timed loop) and with the adjoint method (``flow+adjoint``), and, when
+x-transformers is installed (``pip install x-transformers``), a peer: the same-size decoder
+built by x-transformers with its sinusoidal, rotary, ALiBi and T5-bias options.
+Tokens are input tokens: batch x length (decoder-only), batch x 2 x length (encoder-decoder,
+source and target of the same length). On CUDA both passes run under bf16 autocast.
+``pebench bench`` saves the table of the shapes timed so far in ``partial/`` beside its tables after
+each shape; a whole run replaces its tables and removes ``partial/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from tabulate import tabulate
+from torch import nn
+
+from pebench.config.cards import encoding_card, encoding_cards, task_card
+from pebench.core.registry import build_encoding
+from pebench.model.transformer import ModelConfig, Transformer
+from pebench.records import paths as layout
+from pebench.records.paths import USER_RESULTS
+from pebench.records.store import write_atomically
+from pebench.running.devices import autocast, resolve_device, sync_device
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: every pebench command imports this module, few need it
+    import pandas as pd
+
+PEER_ENCODINGS = ("sinusoidal", "rope", "alibi", "t5")
+VARIANTS = {  # name -> (card, params it changes)
+    "flow+torchdiffeq": ("flow", {"backend": "torchdiffeq"}),  # the same RK4 through torchdiffeq.odeint: the host-timed loop's reference
+    "flow+compile": ("flow", {"compile": True}),  # the RK4 step compiled (compiled in the untimed first step)
+    "flow+adjoint": ("flow", {"backend": "torchdiffeq", "adjoint": True}),
+}
+VOCAB_SIZE = {"decoder": 256, "encoder_decoder": 8000}  # wmt_long's BPE vocabulary
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One benchmark setting: ``architecture`` and ``length`` (tokens per sequence, each stack)."""
+
+    architecture: str
+    length: int
+
+    def __str__(self) -> str:
+        return f"{'dec' if self.architecture == 'decoder' else 'enc-dec'} {self.length}"
+
+
+FULL = (Shape("decoder", 64), Shape("decoder", 256), Shape("decoder", 1024), Shape("encoder_decoder", 64), Shape("encoder_decoder", 256))
+QUICK = (Shape("decoder", 32), Shape("encoder_decoder", 32))
+
+
+@dataclass
+class Settings:
+    """``tokens_per_batch`` per step (batch = tokens / tokens per example, at least 1),
+    ``rounds`` timed rounds after one warm-up round, the ``model_tasks`` whose model cards
+    size each architecture."""
+
+    shapes: tuple[Shape, ...] = FULL
+    tokens_per_batch: int = 8192
+    rounds: int = 10  # 3 runs each (dec 256, 2 CPU cores): training ratios to NoPE spread up to 8% with 5 rounds, 5% with 10
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    model_tasks: dict = field(default_factory=lambda: {"decoder": "copy", "encoder_decoder": "wmt_long"})
+    encodings: tuple[str, ...] | None = None  # None: every card
+    peer: bool = True
+
+    def batch_size(self, shape: Shape) -> int:
+        per_example = shape.length * (2 if shape.architecture == "encoder_decoder" else 1)
+        return max(1, self.tokens_per_batch // per_example)
+
+
+@dataclass
+class Contender:
+    """A model to measure: ``name`` (encoding card, variant or ``x-transformers:<option>``),
+    ``implementation`` and ``build(shape)`` returning a module that maps inputs to logits."""
+
+    name: str
+    implementation: str
+    build: Callable[[Shape], nn.Module]
+    architectures: tuple[str, ...] = ("decoder", "encoder_decoder")
+
+
+def model_config(settings: Settings, architecture: str) -> ModelConfig:
+    """The model section of the task card that sizes ``architecture``."""
+    section = dict(task_card(settings.model_tasks[architecture])["model"])
+    section["architecture"], section["dropout"] = architecture, 0.0
+    return ModelConfig(**section)
+
+
+def pebench_contender(settings: Settings, name: str, card: dict) -> Contender:
+    def build(shape: Shape) -> nn.Module:
+        config = model_config(settings, shape.architecture)
+        return Transformer(config, VOCAB_SIZE[shape.architecture], build_encoding(card, config.geometry(shape.length, shape.length)))
+
+    return Contender(name, "pebench", build)
+
+
+def peer_contender(settings: Settings, option: str) -> Contender:
+    """x-transformers' decoder with the option closest to pebench's ``option`` encoding:
+    ScaledSinusoidalEmbedding, rotary_pos_emb, alibi_pos_bias, rel_pos_bias (T5). Its
+    attention runs on torch's SDPA (``attn_flash``) except with the T5 bias, which
+    x-transformers computes in its own attention."""
+    from x_transformers import Decoder, TransformerWrapper
+
+    layer_options = {"rope": {"rotary_pos_emb": True}, "alibi": {"alibi_pos_bias": True}, "t5": {"rel_pos_bias": True}}.get(option, {})
+
+    def build(shape: Shape) -> nn.Module:
+        c = model_config(settings, "decoder")
+        layers = Decoder(
+            dim=c.d_model,
+            depth=c.n_layers,
+            heads=c.n_heads,
+            attn_dim_head=c.d_model // c.n_heads,
+            ff_mult=c.d_ff // c.d_model,
+            attn_flash=option != "t5",
+            **layer_options,
+        )
+        return TransformerWrapper(
+            num_tokens=VOCAB_SIZE["decoder"],
+            max_seq_len=shape.length,
+            attn_layers=layers,
+            tie_embedding=True,
+            use_abs_pos_emb=option == "sinusoidal",
+            scaled_sinu_pos_emb=option == "sinusoidal",
+        )
+
+    return Contender(f"x-transformers:{option}", "x-transformers", build, architectures=("decoder",))
+
+
+def contenders(settings: Settings) -> list[Contender]:
+    """Every encoding card (or those in ``settings.encodings``), the variants, then the peer
+    when x-transformers is importable.
+
+    Raises:
+        UnknownNameError: for a requested encoding that is neither a card nor a variant.
+    """
+    names = list(settings.encodings or [*encoding_cards(), *VARIANTS])
+    chosen = []
+    for name in names:
+        base, changes = VARIANTS.get(name, (name, {}))
+        card = encoding_card(base)
+        card["params"].update(changes)
+        chosen.append(pebench_contender(settings, name, card))
+    if settings.peer and _has_peer():
+        chosen += [peer_contender(settings, option) for option in PEER_ENCODINGS if option in names]
+    return chosen
+
+
+def _has_peer() -> bool:
+    try:
+        import x_transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Bench:
+    """One contender built for one shape, with its batch and optimizer."""
+
+    def __init__(self, contender: Contender, shape: Shape, settings: Settings, generator: torch.Generator):
+        self.contender, self.shape, self.device = contender, shape, settings.device
+        self.model = contender.build(shape).to(self.device)
+        batch = settings.batch_size(shape)
+        vocab = VOCAB_SIZE[shape.architecture]
+        self.tokens = torch.randint(4, vocab, (batch, shape.length + 1), generator=generator).to(self.device)
+        source = torch.randint(4, vocab, (batch, shape.length), generator=generator).to(self.device)
+        self.inputs = (self.tokens[:, :-1],) + ((source,) if shape.architecture == "encoder_decoder" else ())
+        self.keywords = {}
+        if getattr(getattr(self.model, "encoding", None), "needs_structure", False):  # digits of 10-digit numbers: 1..10, again and again
+            self.keywords["structure"] = (torch.arange(shape.length, device=self.device) % 10 + 1).expand(batch, -1)
+        self.num_tokens = sum(t.numel() for t in self.inputs)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+        self.loss_checked = False
+
+    def train_step(self) -> None:
+        """One training step. The first one (memory is measured there, before any timing)
+        checks that the loss is finite: a contender whose model diverges at this shape is
+        reported with that error, never timed.
+
+        Raises:
+            FloatingPointError: if the first step's loss is not finite.
+        """
+        self.model.train()
+        with autocast(self.device):
+            logits = self.model(*self.inputs, **self.keywords)
+        loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), self.tokens[:, 1:].flatten())
+        if not self.loss_checked:  # once: a read of the loss syncs the device
+            value = loss.item()
+            if not math.isfinite(value):
+                raise FloatingPointError(f"the training loss of {self.contender.name} at {self.shape} is {value}: not timed")
+            self.loss_checked = True
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    @torch.no_grad()
+    def eval_forward(self) -> None:
+        self.model.eval()
+        with autocast(self.device):
+            self.model(*self.inputs, **self.keywords)
+
+
+def timed(call: Callable[[], None], device: torch.device) -> float:
+    """Wall seconds of ``call()``, the device synchronised before and after."""
+    sync_device(device)
+    tick = time.perf_counter()
+    call()
+    sync_device(device)
+    return time.perf_counter() - tick
+
+
+@contextlib.contextmanager
+def _stderr_silenced():
+    """File descriptor 2 to the null device for the block, where native code writes too."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _mmap_threshold(size: int) -> None:
+    """Set glibc's mmap threshold (see the module docstring); a no-op without glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-3, size)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+MEASURING_THRESHOLD = 1 << 20  # every large tensor mapped on its own while memory is measured
+TIMING_THRESHOLD = 32 << 20  # glibc's own upper bound, where its dynamic threshold settles
+
+
+def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float:
+    """Tensor memory that ``call()`` needs above what is held before it, in MiB (see the
+    module docstring)."""
+    if device.type == "cuda":
+        sync_device(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        call()
+        sync_device(device)
+        return (torch.cuda.max_memory_allocated(device) - before) / 2**20
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True)
+    with _stderr_silenced():  # the profiler logs a line as it starts and as it stops
+        profiler.start()
+    try:
+        call()
+    finally:
+        with _stderr_silenced():
+            profiler.stop()
+    with tempfile.TemporaryDirectory() as folder:  # the trace is the public record of each allocation and free
+        profiler.export_chrome_trace(f"{folder}/trace.json")
+        events = json.loads(Path(f"{folder}/trace.json").read_text())["traceEvents"]
+    changes = sorted((e["ts"], e["args"]["Bytes"]) for e in events if e.get("name") == "[memory]")
+    held = peak = 0
+    for _, change in changes:
+        held += change
+        peak = max(peak, held)
+    return peak / 2**20
+
+
+def build_benches(shape: Shape, chosen: list[Contender], settings: Settings) -> tuple[dict[str, dict], list[Bench]]:
+    """The contenders that serve ``shape``'s architecture, built with the same batch: a row for
+    each (name -> row) and a :class:`Bench` for each that could be built."""
+    rows, benches = {}, []
+    for contender in (c for c in chosen if shape.architecture in c.architectures):
+        row = {
+            "contender": contender.name,
+            "implementation": contender.implementation,
+            "shape": str(shape),
+            "architecture": shape.architecture,
+            "length": shape.length,
+            "batch": settings.batch_size(shape),
+        }
+        try:
+            bench = Bench(contender, shape, settings, torch.Generator().manual_seed(0))  # the same batch for all
+            row["parameters"] = sum(p.numel() for p in bench.model.parameters())
+            benches.append(bench)
+        except Exception as error:  # a contender that cannot run this shape is reported, not fatal
+            row["error"] = _describe(error)
+        rows[contender.name] = row
+    return rows, benches
+
+
+def _describe(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}".splitlines()[0][:160]
+
+
+def measure_memory(shape: Shape, chosen: list[Contender], settings: Settings) -> dict[str, dict]:
+    """Rows (name -> row) with each contender's peak memory in its first training step and its
+    first evaluation forward at ``shape``, or the error that stopped it."""
+    rows, benches = build_benches(shape, chosen, settings)
+    for bench in benches:
+        row = rows[bench.contender.name]
+        try:
+            row["train_peak_mb"] = peak_memory_mb(bench.train_step, settings.device)
+            row["eval_peak_mb"] = peak_memory_mb(bench.eval_forward, settings.device)
+        except Exception as error:
+            row["error"] = _describe(error)
+    return rows
+
+
+def measure_speed(shape: Shape, chosen: list[Contender], settings: Settings, rows: dict[str, dict], progress: Callable[[str], None]) -> None:
+    """Interleaved timed rounds at ``shape`` over the contenders that ran in
+    :func:`measure_memory`, after one untimed warm-up round; adds seconds and tokens/s to ``rows``."""
+    benches = [b for b in build_benches(shape, chosen, settings)[1] if "error" not in rows[b.contender.name]]
+    seconds = {kind: {b.contender.name: [] for b in benches} for kind in ("train", "eval")}
+    for kind in ("train", "eval"):  # evaluation after training, so that nothing changes the weights between its rounds
+        calls = [(b.contender.name, b.train_step if kind == "train" else b.eval_forward) for b in benches]
+        for _, call in calls:  # warm-up; for evaluation it also refills the caches training invalidated (FLOATER's solution)
+            call()
+        for round_index in range(settings.rounds):
+            progress(f"{shape}: {kind} round {round_index + 1}/{settings.rounds}")
+            shift = round_index % max(1, len(calls))
+            for name, call in calls[shift:] + calls[:shift]:
+                seconds[kind][name].append(timed(call, settings.device))
+    for bench in benches:
+        row = rows[bench.contender.name]
+        row["train_seconds"] = statistics.median(seconds["train"][bench.contender.name])
+        row["eval_seconds"] = statistics.median(seconds["eval"][bench.contender.name])
+        row["train_tokens_per_second"] = bench.num_tokens / row["train_seconds"]
+        row["eval_tokens_per_second"] = bench.num_tokens / row["eval_seconds"]
+
+
+def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
+    """Add each row's step-time ratios to NoPE in the same shape (``train_vs_nope``,
+    ``eval_vs_nope``) and, for pebench rows with a peer, pebench's training throughput over
+    the peer's (``train_vs_peer``)."""
+    table = table.copy()
+    for kind in ("train", "eval"):
+        nope = table[table.contender == "nope"].set_index("shape")[f"{kind}_seconds"]
+        table[f"{kind}_vs_nope"] = table[f"{kind}_seconds"] / table["shape"].map(nope)
+    peer = table[table.implementation == "x-transformers"]
+    peer_speed = {(row.contender.split(":", 1)[1], row.shape): row.train_tokens_per_second for row in peer.itertuples()}
+    table["train_vs_peer"] = [
+        row.train_tokens_per_second / peer_speed[(row.contender, row.shape)]
+        if (row.contender, row.shape) in peer_speed and row.implementation == "pebench"
+        else float("nan")
+        for row in table.itertuples()
+    ]
+    return table
+
+
+def run_benchmark(
+    settings: Settings,
+    chosen: list[Contender],
+    progress: Callable[[str], None] = lambda message: None,
+    shape_done: Callable[[pd.DataFrame], None] = lambda table: None,
+) -> pd.DataFrame:
+    """Measure ``chosen`` (:func:`contenders`) at every shape; one row per (contender, shape),
+    with ratios. Memory is measured at every shape first, then the shapes are timed one after
+    another; after each, ``shape_done`` is given the table of the shapes timed so far (the last
+    call's table is the one returned), so that a caller can save it before a long run ends or
+    is stopped."""
+    cpu = settings.device.type == "cpu"
+    if cpu:
+        _mmap_threshold(MEASURING_THRESHOLD)
+    rows = {}
+    for shape in settings.shapes:  # memory first, every shape, outside the timed rounds (the profiler slows a call)
+        progress(f"{shape}: memory")
+        rows[shape] = measure_memory(shape, chosen, settings)
+    if cpu:
+        _mmap_threshold(TIMING_THRESHOLD)
+    timed: list[dict] = []
+    for shape in settings.shapes:
+        measure_speed(shape, chosen, settings, rows[shape], progress)
+        timed += rows[shape].values()
+        table = benchmark_table(timed)
+        shape_done(table)
+    return table
+
+
+def benchmark_table(rows: list[dict]) -> pd.DataFrame:
+    """The rows as a table with every figure's column (missing figures NaN) and the ratios."""
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
+        if column not in table:
+            table[column] = float("nan") if column != "error" else None
+    return with_ratios(table)
+
+
+def _format(value, pattern: str) -> str:
+    import pandas as pd
+
+    return "—" if value is None or pd.isna(value) else format(value, pattern)
+
+
+def render(table: pd.DataFrame, table_format: str = "github") -> str:
+    """Two tables: absolute figures per contender and shape, then ratios to NoPE (and to the
+    peer) with one column per shape."""
+    import pandas as pd
+
+    absolute = pd.DataFrame(
+        {
+            "contender": table.contender,
+            "shape": table["shape"],
+            "batch": table.batch,
+            "train tok/s": table.train_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+            "eval tok/s": table.eval_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+            "train peak MiB": table.train_peak_mb.map(lambda v: _format(v, ",.0f")) if "train_peak_mb" in table else "—",
+            "eval peak MiB": table.eval_peak_mb.map(lambda v: _format(v, ",.0f")) if "eval_peak_mb" in table else "—",
+            "note": table["error"].fillna(""),
+        }
+    )
+    shapes = list(dict.fromkeys(table["shape"]))
+    ratios = []
+    for name, rows in table.groupby("contender", sort=False):
+        by_shape = rows.set_index("shape")
+        ratio_row = {"contender": name}
+        for shape in shapes:
+            if shape in by_shape.index:
+                r = by_shape.loc[shape]
+                ratio_row[f"{shape} train"] = _format(r.train_vs_nope, ".2f")
+                ratio_row[f"{shape} eval"] = _format(r.eval_vs_nope, ".2f")
+        peer = rows.train_vs_peer.dropna()
+        if len(peer):
+            ratio_row["train vs x-transformers"] = ", ".join(f"{s}: {v:.2f}" for s, v in zip(rows.loc[peer.index, "shape"], peer))
+        ratios.append(ratio_row)
+    ratio_table = pd.DataFrame(ratios).fillna("—")
+    return (
+        "Absolute figures (median of the timed rounds)\n\n"
+        + tabulate(absolute, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+        + "\n\nStep time relative to NoPE in the same shape (1.10 = 10% slower); last column: pebench's training"
+        + " tokens/s over x-transformers' with the same option (> 1 = pebench faster)\n\n"
+        + tabulate(ratio_table, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+        + "\n"
+    )
+
+
+SUMMARY = (  # (shape, column, heading, format): the README's table
+    ("dec 256", "train_tokens_per_second", "dec 256 train tok/s", ",.0f"),
+    ("dec 256", "train_vs_nope", "train × NoPE", ".2f"),
+    ("dec 256", "eval_vs_nope", "eval × NoPE", ".2f"),
+    ("dec 1024", "train_vs_nope", "dec 1024 train × NoPE", ".2f"),
+    ("dec 1024", "eval_peak_mb", "dec 1024 eval MiB", ",.0f"),
+    ("enc-dec 256", "train_tokens_per_second", "enc-dec 256 train tok/s", ",.0f"),
+    ("enc-dec 256", "train_vs_nope", "train × NoPE", ".2f"),
+    ("enc-dec 256", "eval_vs_nope", "eval × NoPE", ".2f"),
+    ("dec 256", "train_vs_peer", "vs x-transformers (dec 256)", ".2f"),
+)
+
+
+def summary(table: pd.DataFrame) -> str | None:
+    """One row per contender at the headline shapes (length 256 of both architectures, and the
+    decoder at 1,024), as the README shows it: the columns of :data:`SUMMARY` that were measured;
+    None if no headline shape was."""
+    columns = [c for c in SUMMARY if c[0] in set(table["shape"])]
+    if not columns:
+        return None
+    rows = []
+    for name, by_contender in table.groupby("contender", sort=False):
+        by_shape = by_contender.set_index("shape")
+        rows.append([name] + [_format(by_shape[column].get(shape), pattern) for shape, column, _, pattern in columns])
+    headers = ["contender"] + [heading for _, _, heading, _ in columns]
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True) + "\n"
+
+
+def environment(settings: Settings) -> dict:
+    device = settings.device
+    return {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "threads": torch.get_num_threads(),
+        "precision": "bf16 autocast" if device.type == "cuda" else "fp32",
+        "tokens_per_batch": settings.tokens_per_batch,
+        "rounds": settings.rounds,
+        "warmup_rounds": 1,
+        "model_tasks": settings.model_tasks,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> list[Path]:
+    """Save under ``out`` the figures (``throughput.csv``), the tables with the command and
+    environment (``throughput.md``), the command and environment alone (``throughput.json``) and,
+    when a headline shape was measured, :func:`summary` (``summary.md``; an older one is removed
+    otherwise); return the paths. Each file is replaced atomically."""
+    env = environment(settings)
+    header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
+    files = {
+        "throughput.md": "# Throughput\n\n" + header + render(table),
+        "throughput.csv": table.to_csv(index=False, float_format="%.6g"),
+        "throughput.json": json.dumps({"command": command, "environment": env}, indent=2) + "\n",
+        "summary.md": summary(table),
+    }
+    for name, text in files.items():
+        if text is None:
+            (out / name).unlink(missing_ok=True)  # not this table's: a summary of an earlier run
+        else:
+            write_atomically(out / name, text)
+    return [out / name for name, text in files.items() if text is not None]
+
+
+def load(results: Path) -> pd.DataFrame | None:
+    """The saved benchmark table under ``<results>/throughput``, or None if never run."""
+    import pandas as pd
+
+    path = layout.throughput_dir(results) / "throughput.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="two small shapes, two rounds (a smoke test, not figures)")
+    parser.add_argument("--encodings", help="comma-separated encodings (default: every card, plus flow+torchdiffeq and flow+adjoint)")
+    parser.add_argument("--shapes", help="comma-separated ARCHITECTURE:LENGTH, e.g. decoder:256,encoder_decoder:64 (default: all five)")
+    parser.add_argument("--rounds", type=int, help="timed rounds after the warm-up round (default 10; 2 with --quick)")
+    parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")
+    parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
+    parser.add_argument("--threads", type=int, help="CPU threads of torch's operations (default: torch's own, the cores)")
+    parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=USER_RESULTS,
+        help=f"results folder: the tables go to <results>/throughput, which pebench report reads, or to "
+        f"<results>/throughput/quick with --quick, so that a smoke test never replaces the figures (default: ./{USER_RESULTS})",
+    )
+    parser.add_argument("--out", type=Path, help="the exact folder of the tables instead (e.g. results/throughput-gpu)")
+
+
+def output_folder(args: argparse.Namespace) -> Path:
+    """``--out``, else ``<results>/throughput`` (``<results>/throughput/quick`` with ``--quick``)."""
+    return args.out or layout.throughput_dir(args.results) / ("quick" if args.quick else "")
+
+
+def parse_shapes(text: str) -> tuple[Shape, ...]:
+    """Shapes from ``"decoder:256,encoder_decoder:64"``.
+
+    Raises:
+        ValueError: for an unknown architecture or a length that is not a positive integer.
+    """
+    shapes = []
+    for item in text.split(","):
+        architecture, _, length = item.strip().partition(":")
+        if architecture not in VOCAB_SIZE or not length.isdigit() or int(length) < 1:
+            raise ValueError(f"--shapes expects ARCHITECTURE:LENGTH with ARCHITECTURE one of {', '.join(VOCAB_SIZE)}; got {item!r}")
+        shapes.append(Shape(architecture, int(length)))
+    return tuple(shapes)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Settings from the parsed ``pebench bench`` arguments.
+
+    Raises:
+        ValueError: for fewer than 1 round or tokens.
+    """
+    settings = Settings(
+        shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL,
+        rounds=args.rounds if args.rounds is not None else 2 if args.quick else Settings.rounds,
+        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else Settings.tokens_per_batch,
+        device=resolve_device(args.device),
+        encodings=tuple(args.encodings.split(",")) if args.encodings else None,
+        peer=not args.no_peer,
+    )
+    if settings.rounds < 1 or settings.tokens_per_batch < 1:
+        raise ValueError(f"--rounds and --tokens must be at least 1; got {settings.rounds} and {settings.tokens_per_batch}")
+    return settings

@@ -1,5 +1,0 @@
-"""The versions pebench stamps on what it writes: the benchmark protocol (how a run is trained
-and scored: :mod:`pebench.protocol`) and the run-record schema (:mod:`pebench.records`)."""
-
-PROTOCOL_VERSION = 2  # 1: a fixed budget, teacher-forced scores; 2: trained to the ID target, greedy scores per length
-SCHEMA_VERSION = 2
