@@ -49,7 +49,7 @@ import pandas as pd
 from scipy import stats
 
 from pebench.analysis.frames import Tables
-from pebench.analysis.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, _reciprocal_ranks, _seed_draws, interval
+from pebench.analysis.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, interval, reciprocal_ranks, seed_draws
 from pebench.config.cards import suite_of
 from pebench.core.metrics import higher_is_better
 
@@ -276,7 +276,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
                 f"overall ranking of {task}: {', '.join(unpaired)} did not run every seed of {seeds.tolist()}; "
                 "rank over the seeds all encodings ran (overall_groups)"
             )
-        drawn = _seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
+        drawn = seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
         point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], np.ones((1, len(cells[e]))))[0] if e in cells else np.nan for e in encodings])
         boot = np.stack(
             [
@@ -287,7 +287,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
             ],
             axis=1,
         )  # [B, encodings]
-        point[task], samples[task] = _reciprocal_ranks(point_scores), _reciprocal_ranks(boot)
+        point[task], samples[task] = reciprocal_ranks(point_scores), reciprocal_ranks(boot)
         ranks[task] = pd.Series(stats.rankdata(-point_scores[~np.isnan(point_scores)], method="average"), index=np.array(encodings)[~np.isnan(point_scores)])
         ran[task] = np.array([e in cells for e in encodings])
     if not point:
