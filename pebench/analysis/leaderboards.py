@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pebench.analysis.frames import Tables
+from pebench.analysis.frames import Frames
 from pebench.analysis.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, interval, reciprocal_ranks, seed_draws
 from pebench.config.cards import suite_of
 from pebench.core.metrics import higher_is_better
@@ -70,7 +70,7 @@ def counts_ood(runs: pd.DataFrame) -> pd.Series:
     return runs["learned"].isna() | runs["learned"].fillna(False).astype(bool)
 
 
-def run_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def run_scores(table: Frames, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per run of ``runs``: the value of ``metric`` at ID, each bucket, OOD."""
     scores = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric)]
     order = scores.drop_duplicates("where").sort_values("order")["where"].tolist()
@@ -78,7 +78,7 @@ def run_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     return wide.reindex(index=runs.run, columns=order).astype(float)
 
 
-def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
+def leaderboard(table: Frames, runs: pd.DataFrame, metric: str, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
     """The numeric leaderboard of one table's ``runs`` for ``metric``: per encoding, runs,
     learned, median steps to target, ``<column> mean`` and ``<column> ci`` (interval half-width)
     for ID, every bucket and OOD, OOD/ID, rank (NaN: not ranked), throughput and PE params. On
@@ -164,7 +164,7 @@ def extrapolation_metric(runs: pd.DataFrame) -> str | None:
     return metric if metric in runs["metrics"].iloc[0] else None
 
 
-def on_diagonal(table: Tables, runs: pd.DataFrame) -> bool:
+def on_diagonal(table: Frames, runs: pd.DataFrame) -> bool:
     """Whether ``runs`` scored a grid of two operand lengths, whose diagonal is their per-length
     curve (:func:`length_scores`)."""
     return bool(table.cells.run.isin(runs.run).any())
@@ -175,7 +175,7 @@ def reach_label(metric: str, threshold: float, diagonal: bool = False) -> str:
     return f"ℓ*/L ({metric} ≥ {threshold:g}{', diagonal' if diagonal else ''})"
 
 
-def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def length_scores(table: Frames, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The per-length curve of ``metric`` for ``runs``: rows (run, length, value). For a task
     that scores a grid of two operand lengths, its diagonal (both operands of n digits, the
     length the arithmetic papers state: "99% at 100 digits"); otherwise the per-length scores."""
@@ -185,7 +185,7 @@ def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFram
     return table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)][["run", "length", "value"]]
 
 
-def reach_columns(table: Tables, runs: pd.DataFrame) -> dict[str, pd.Series]:
+def reach_columns(table: Frames, runs: pd.DataFrame) -> dict[str, pd.Series]:
     """Per threshold τ of :data:`EXTRAPOLATION_THRESHOLDS`, every run's ℓ*/L
     (:func:`extrapolation_length`) on :func:`extrapolation_metric`, over the lengths any run of
     the table was scored at (:func:`length_scores`: a grid task's diagonal):
@@ -225,7 +225,7 @@ def metrics_of(runs: pd.DataFrame) -> list[str]:
     return [primary, *[m for m in runs["metrics"].iloc[0] if m != primary]]
 
 
-def boards_of(table: Tables, runs: pd.DataFrame, throughput: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+def boards_of(table: Frames, runs: pd.DataFrame, throughput: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """A table's leaderboards, built once and then rendered in every format: ``{metric: its
     :func:`leaderboard`}`` (one row per encoding), in :func:`metrics_of` order, throughput
     columns on the primary metric's only."""
@@ -246,13 +246,13 @@ def _cell_scores(runs: pd.DataFrame, ood: pd.Series, weights: np.ndarray) -> np.
     return np.where(majority, mean, np.nan)
 
 
-def ranked_runs(table: Tables) -> pd.DataFrame:
+def ranked_runs(table: Frames) -> pd.DataFrame:
     """The runs the overall ranking and the validity claims use: protocol 2, at the cards' own
     task settings (a run with other buckets or budgets is a table of its own, never ranked)."""
     return table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
 
 
-def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
+def overall(table: Frames, metric: str | None = None) -> pd.DataFrame:
     """Encodings by mean reciprocal rank over the protocol 2 tasks of the cards' own settings
     (see the module docstring), on each task's primary metric or on ``metric``: MRR, its 95%
     paired bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
@@ -324,7 +324,7 @@ class RankingGroup:
         return sorted({task for task, _ in self.cells})
 
 
-def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGroup]:
+def overall_groups(table: Frames, metric: str | None = None) -> list[RankingGroup]:
     """The overall ranking in complete blocks (see the module docstring), on each task's primary
     metric or on ``metric``.
 
@@ -353,7 +353,7 @@ def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGrou
     return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks, -len(b.cells), sorted(b.cells)))
 
 
-def suite_scores(table: Tables, levels: dict[str, tuple[str, ...]]) -> pd.DataFrame:
+def suite_scores(table: Frames, levels: dict[str, tuple[str, ...]]) -> pd.DataFrame:
     """One row per (task, encoding) of the tasks in ``levels`` ({level: its tasks, in order})
     that have protocol 2 runs at the cards' settings: level, task, encoding, metric (the task's
     primary), ranked (most runs learned ID), rank, ID and OOD means, as in the task's
@@ -382,10 +382,10 @@ def suite_scores(table: Tables, levels: dict[str, tuple[str, ...]]) -> pd.DataFr
     return pd.DataFrame(rows, columns=["level", "task", "encoding", "metric", "ranked", "rank", "ID", "OOD"])
 
 
-def run_times(table: Tables) -> pd.DataFrame:
+def run_times(table: Frames) -> pd.DataFrame:
     """Per task, most hours first, then ``all``: runs, encodings, seeds, hours in all and
     minutes per run (mean, fastest, slowest) of :func:`ranked_runs`, learned ID or not (the
-    ``run_seconds`` of :func:`pebench.analysis.frames.tables`; a record without stages is counted in
+    ``run_seconds`` of :func:`pebench.analysis.frames.frames`; a record without stages is counted in
     ``runs`` and ``untimed``, not in the times), the cost of training (``train s / 1k steps``:
     the median over runs of training wall seconds, validation included, per 1,000 steps), and
     the threads and devices recorded."""

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
-from pebench.analysis.frames import Tables
+from pebench.analysis.frames import Frames
 from pebench.analysis.leaderboards import counts_ood, leaderboard, overall, ranked_runs, reach_columns, reach_label, run_scores, run_times
 from pebench.analysis.verdicts import MAX_PLANNED_SEEDS, PairTest, claim_verdict, judge_pairs, pair_test, seeds_for_power
 from pebench.config.cards import suite_tasks
@@ -102,10 +102,10 @@ class Claim:
     source: str
     published: str
     pairs: str  # which pairs stand for the claim, and why
-    check: Callable[[Tables], Measured]
+    check: Callable[[Frames], Measured]
 
 
-def _counted_runs(table: Tables, task: str, encodings: list[str]) -> pd.DataFrame:
+def _counted_runs(table: Frames, task: str, encodings: list[str]) -> pd.DataFrame:
     """The runs of ``encodings`` on ``task`` that the claims use (:func:`ranked_runs`) and whose
     OOD scores count (:func:`counts_ood`)."""
     runs = ranked_runs(table)
@@ -113,7 +113,7 @@ def _counted_runs(table: Tables, task: str, encodings: list[str]) -> pd.DataFram
     return runs[counts_ood(runs).to_numpy()]
 
 
-def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> tuple[pd.DataFrame, str]:
+def paired_scores(table: Frames, task: str, a: str, b: str, metric: str | None = None) -> tuple[pd.DataFrame, str]:
     """The OOD scores of a and b on ``task`` (protocol 2, the cards' settings) at the seeds where
     both have a run that counts (learned ID): a frame [seeds, (a, b)], and the metric scored
     (``metric``, or the task's primary one)."""
@@ -125,7 +125,7 @@ def paired_scores(table: Tables, task: str, a: str, b: str, metric: str | None =
     return by_seed.pivot_table(index="seed", columns="encoding", values="ood", aggfunc="mean").reindex(columns=[a, b]).dropna(), scored
 
 
-def _board(table: Tables, task: str, metric: str | None = None) -> pd.DataFrame | None:
+def _board(table: Frames, task: str, metric: str | None = None) -> pd.DataFrame | None:
     """The protocol 2 leaderboard of ``task`` at the cards' settings, indexed by encoding."""
     runs = ranked_runs(table)
     runs = runs[runs.task == task]
@@ -138,7 +138,7 @@ def _learned(board: pd.DataFrame | None, encoding: str) -> bool:
     return board is not None and encoding in board.index and bool(board.loc[encoding, "ranked"])
 
 
-def compare(table: Tables, task: str, a: str, b: str, metric: str | None = None) -> Comparison | None:
+def compare(table: Frames, task: str, a: str, b: str, metric: str | None = None) -> Comparison | None:
     """a better than b on ``task``'s OOD score (``metric`` or the primary one), paired by seed;
     None unless both learned ID on most runs of the task."""
     board = _board(table, task)
@@ -150,7 +150,7 @@ def compare(table: Tables, task: str, a: str, b: str, metric: str | None = None)
     return Comparison(f"{a} > {b}", (task,), scored, (a, b), tuple(sign * (wide[a] - wide[b])), METRICS[scored].margin, means)
 
 
-def _pairs(table: Tables, wanted: list[tuple[str, str, str]], metric: str | None = None) -> Measured:
+def _pairs(table: Frames, wanted: list[tuple[str, str, str]], metric: str | None = None) -> Measured:
     """:func:`compare` of each (task, a, b) of ``wanted``; those not made are named."""
     made, missing = [], []
     for task, a, b in wanted:
@@ -159,7 +159,7 @@ def _pairs(table: Tables, wanted: list[tuple[str, str, str]], metric: str | None
     return Measured(tuple(made), "not learned ID on most runs, or not run: " + ", ".join(missing) if missing else "")
 
 
-def _mrr_per_seed(table: Tables, tasks: tuple[str, ...]) -> pd.DataFrame | None:
+def _mrr_per_seed(table: Frames, tasks: tuple[str, ...]) -> pd.DataFrame | None:
     """Kazemnejad et al.'s five encodings' MRR of OOD exact match over ``tasks``, at each seed
     where all five ran all of them, alone (:func:`pebench.analysis.leaderboards.overall` of that seed's
     runs): [encodings, seeds]; None without such a seed."""
@@ -174,13 +174,13 @@ def _mrr_per_seed(table: Tables, tasks: tuple[str, ...]) -> pd.DataFrame | None:
     ).reindex(list(KAZEMNEJAD_ORDER))
 
 
-def mrr_order(tasks: tuple[str, ...], which: str) -> Callable[[Tables], Measured]:
+def mrr_order(tasks: tuple[str, ...], which: str) -> Callable[[Frames], Measured]:
     """The check of Kazemnejad et al.'s order on ``tasks`` (``which`` names them in what it
     says): the order's adjacent pairs on the per-seed MRR of OOD exact match
     (:func:`_mrr_per_seed`). MRR is the paper's statistic, and one MRR per seed pairs the
     encodings by seed."""
 
-    def check(table: Tables) -> Measured:
+    def check(table: Frames) -> Measured:
         per_seed = _mrr_per_seed(table, tasks)
         if per_seed is None:
             return Measured(not_compared=f"no seed at which the five encodings all have protocol 2 runs on every task of {which}")
@@ -206,12 +206,12 @@ kazemnejad_order = mrr_order(SYNTHETIC, "the decoder-only synthetic suite")
 kazemnejad_order_on_their_suite = mrr_order(suite_tasks("kazemnejad"), "the kazemnejad suite")
 
 
-def randomized_beats_base(table: Tables) -> Measured:
+def randomized_beats_base(table: Frames) -> Measured:
     """Each randomized card against its base on each of Ruoss et al.'s tasks (theirs, and copy and reverse)."""
     return _pairs(table, [(task, randomized, base) for task in RUOSS_TASKS for randomized, base in RANDOMIZED_PAIRS.items()])
 
 
-def _below(table: Tables, task: str, encoding: str, metric: str, threshold: float) -> Comparison | None:
+def _below(table: Frames, task: str, encoding: str, metric: str, threshold: float) -> Comparison | None:
     """``encoding``'s OOD ``metric`` on ``task`` below ``threshold``: per run that counts, the
     threshold minus the score; None unless it learned ID on most runs."""
     if not _learned(_board(table, task, metric), encoding):
@@ -221,7 +221,7 @@ def _below(table: Tables, task: str, encoding: str, metric: str, threshold: floa
     return Comparison(f"{encoding} < {threshold:g}", (task,), metric, (encoding,), tuple(threshold - scores), METRICS[metric].margin, f"{scores.mean():.3f}")
 
 
-def learned_fails_past_training(table: Tables) -> Measured:
+def learned_fails_past_training(table: Frames) -> Measured:
     """Learned positions' OOD exact match below :data:`NEAR_ZERO` on each synthetic task where
     they learned ID."""
     made = [c for c in (_below(table, task, "learned", "exact_match", NEAR_ZERO) for task in SYNTHETIC) if c]
@@ -229,13 +229,13 @@ def learned_fails_past_training(table: Tables) -> Measured:
     return Measured(tuple(made), "learned did not learn ID on most runs, or not run: " + ", ".join(missing) if missing else "")
 
 
-def nope_best_on_sort(table: Tables) -> Measured:
+def nope_best_on_sort(table: Frames) -> Measured:
     """NoPE ahead of each of the other four of Kazemnejad et al.'s encodings on sort's OOD exact
     match: their claim is over their five, on their metric."""
     return _pairs(table, [("sort", "nope", rival) for rival in KAZEMNEJAD_ORDER[1:]], "exact_match")
 
 
-def _growth(table: Tables, encoding: str, above: bool, threshold: float) -> Comparison | None:
+def _growth(table: Frames, encoding: str, above: bool, threshold: float) -> Comparison | None:
     """Perplexity at lm_long's longest bucket over that at the training context, per run of
     ``encoding``: above (or below) ``threshold``."""
     runs = _counted_runs(table, "lm_long", [encoding])
@@ -255,44 +255,44 @@ def _growth(table: Tables, encoding: str, above: bool, threshold: float) -> Comp
     )
 
 
-def press_sinusoidal_explodes_alibi_flat(table: Tables) -> Measured:
+def press_sinusoidal_explodes_alibi_flat(table: Frames) -> Measured:
     """Sinusoidal's perplexity ratio (longest bucket over the training context) above
     :data:`PRESS_FACTOR`, ALiBi's below :data:`PRESS_FLAT`."""
     made = [c for c in (_growth(table, "sinusoidal", True, PRESS_FACTOR), _growth(table, "alibi", False, PRESS_FLAT)) if c]
     return Measured(tuple(made), "" if len(made) == 2 else "sinusoidal or ALiBi has no protocol 2 runs on lm_long")
 
 
-def kazemnejad_scan(table: Tables) -> Measured:
+def kazemnejad_scan(table: Frames) -> Measured:
     """The adjacent pairs of the paper's SCAN order (:data:`SCAN_PAIRS`) on exact match."""
     return _pairs(table, [("scan_length", a, b) for a, b in SCAN_PAIRS])
 
 
-def relative_beats_absolute_on_long_sentences(table: Tables) -> Measured:
+def relative_beats_absolute_on_long_sentences(table: Frames) -> Measured:
     """Shaw's relative encoding against sinusoidal in corpus BLEU on wmt_long's OOD split (no ID
     target there). The papers' own test is over sentences at one seed; pebench keeps no
     hypotheses in its records, so its test is over seeds."""
     return _pairs(table, [("wmt_long", "relative", "sinusoidal")])
 
 
-def cope_beats_relative_past_the_context(table: Tables) -> Measured:
+def cope_beats_relative_past_the_context(table: Frames) -> Measured:
     """CoPE against relative positions (the paper's baseline; pebench's is Shaw et al.'s) on
     lm_long's OOD perplexity: past the training context."""
     return _pairs(table, [("lm_long", "cope", "relative")])
 
 
-def dape_beats_its_base(table: Tables) -> Measured:
+def dape_beats_its_base(table: Frames) -> Measured:
     """DAPE (KERPLE as its base) against KERPLE alone, on lm_long's OOD perplexity and each
     Chomsky task's OOD score."""
     return _pairs(table, [(task, "dape", "kerple") for task in ("lm_long", *suite_tasks("chomsky"))])
 
 
-def fox_beats_rope_past_the_context(table: Tables) -> Measured:
+def fox_beats_rope_past_the_context(table: Frames) -> Measured:
     """FoX (NoPE with forget gates) against RoPE, the paper's Transformer, on lm_long's OOD
     perplexity."""
     return _pairs(table, [("lm_long", "fox", "rope")])
 
 
-def _reaches(table: Tables) -> dict[str, pd.Series]:
+def _reaches(table: Frames) -> dict[str, pd.Series]:
     """ℓ*/L at exact match >= 0.95 on long_addition's diagonal (both operands n digits), by
     seed, of each encoding that learned ID on most of its runs there (the runs that count)."""
     board = _board(table, ARITHMETIC)
@@ -304,12 +304,12 @@ def _reaches(table: Tables) -> dict[str, pd.Series]:
     return {encoding: pd.Series(reach[group.run].to_numpy(dtype=float), index=group.seed.to_numpy()) for encoding, group in runs.groupby("encoding")}
 
 
-def reaches_where_classic_do_not(encoding: str) -> Callable[[Tables], Measured]:
+def reaches_where_classic_do_not(encoding: str) -> Callable[[Frames], Measured]:
     """The check of an arithmetic encoding's claim: its ℓ*/L reaches :data:`REACH_FACTOR` (per
     run, ℓ*/L minus the grid's step below it, so a run at 5L counts +0.5), and it reaches
     further than each of :data:`CLASSIC`, paired by seed."""
 
-    def check(table: Tables) -> Measured:
+    def check(table: Frames) -> Measured:
         reaches = _reaches(table)
         own = reaches.get(encoding)
         if own is None:
@@ -442,7 +442,7 @@ def settled(outcomes: list[str]) -> bool:
     return bool(outcomes) and ("reversed" in outcomes or "unresolved" not in outcomes)
 
 
-def judged_claims(table: Tables) -> list[tuple[Claim, Measured, list[str]]]:
+def judged_claims(table: Frames) -> list[tuple[Claim, Measured, list[str]]]:
     """Each claim of :data:`CLAIMS`, what it measured, and each comparison's outcome."""
     judged = []
     for claim in CLAIMS:
@@ -456,7 +456,7 @@ def _interval(test: PairTest, confidence: float) -> str:
     return "—" if math.isnan(low) else f"[{low:+.3f}, {high:+.3f}]"
 
 
-def validity_section(table: Tables) -> str:
+def validity_section(table: Frames) -> str:
     """The Markdown of the claims (claim, source, published, pairs, verdict, pairs not made), how
     many are settled, and one row per pair: its means, mean difference, 95% and 90% intervals,
     δ, seeds and outcome."""
@@ -498,7 +498,7 @@ def validity_section(table: Tables) -> str:
     )
 
 
-def seed_plan(table: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
+def seed_plan(table: Frames) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The seeds each claim's pairs need, from the records at hand: one row per pair (claim,
     pair, tasks, seeds, mean and s.d. of the differences, seeds for 80% power: None at one seed,
     or past 1,000), and one per task the pairs touch (seeds planned: the largest need of its pairs
@@ -543,7 +543,7 @@ def seed_plan(table: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(pairs), pd.DataFrame(rows)
 
 
-def render_plan(table: Tables) -> str:
+def render_plan(table: Frames) -> str:
     """:func:`seed_plan` as Markdown: the pairs with their differences' mean and s.d. and the
     seeds each needs, the seeds and runs per task, and the ``pebench sweep`` commands that run them."""
     pairs, tasks = seed_plan(table)

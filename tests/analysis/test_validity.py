@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pebench.config.cards import suite_tasks
-from pebench.analysis.frames import tables
+from pebench.analysis.frames import frames
 from pebench.analysis.validity import (compare, cope_beats_relative_past_the_context, reaches_where_classic_do_not, dape_beats_its_base, fox_beats_rope_past_the_context, kazemnejad_order, kazemnejad_order_on_their_suite, learned_fails_past_training, nope_best_on_sort, press_sinusoidal_explodes_alibi_flat,
                               randomized_beats_base, relative_beats_absolute_on_long_sentences, render_plan, seed_plan, settled, validity_section)
 from pebench.analysis.verdicts import claim_verdict, judge_pairs
@@ -33,11 +33,11 @@ def test_a_pair_is_paired_by_seed_and_made_only_where_both_learned():
     # Per-seed differences 0.1, 0.2, 0.0; seed 3 of A has no partner in B and is left out.
     records = ([record("t", "A", seed, ood) for seed, ood in enumerate([0.9, 0.5, 0.4, 0.0])]
                + [record("t", "B", seed, ood) for seed, ood in enumerate([0.8, 0.3, 0.4])])
-    comparison = compare(tables(typed(records)), "t", "A", "B")
+    comparison = compare(frames(typed(records)), "t", "A", "B")
     assert comparison.differences == pytest.approx((0.1, 0.2, 0.0)) and comparison.means == "0.600 vs 0.500"
     assert comparison.margin == 0.02 and comparison.metric == "sequence_accuracy"
     unlearned = records + [record("t", "C", seed, 0.9, learned=False) for seed in range(3)]
-    assert compare(tables(typed(unlearned)), "t", "A", "C") is None  # C never learned the training lengths
+    assert compare(frames(typed(unlearned)), "t", "A", "C") is None  # C never learned the training lengths
 
 
 def test_lower_is_better_turns_the_difference_around():
@@ -46,7 +46,7 @@ def test_lower_is_better_turns_the_difference_around():
         return json.loads(json.dumps(record("t", encoding, seed, value)).replace("sequence_accuracy", "perplexity"))
 
     records = [perplexity("A", 0, 5.0), perplexity("A", 1, 5.1), perplexity("B", 0, 7.0), perplexity("B", 1, 7.3)]
-    comparison = compare(tables(typed(records)), "t", "A", "B")
+    comparison = compare(frames(typed(records)), "t", "A", "B")
     assert comparison.differences == pytest.approx((2.0, 2.2)) and comparison.margin == 0.1
 
 
@@ -61,7 +61,7 @@ def test_randomized_against_its_base_holds_reverses_and_names_the_pairs_not_made
     # each seed (holds). parity_check: rope did not learn ID, no pair.
     records = pairs({"copy": ([0.5, 0.51, 0.49], [0.2] * 3), "reverse": ([0.1] * 3, [0.3] * 3), "even_pairs": ([0.6] * 3, [0.4] * 3)})
     records += [record("parity_check", "randomized", 0, 0.9), record("parity_check", "rope", 0, 0.99, learned=False)]
-    measured = randomized_beats_base(tables(typed(records)))
+    measured = randomized_beats_base(frames(typed(records)))
     assert outcomes(measured) == {("randomized > rope", "copy"): "holds", ("randomized > rope", "reverse"): "reversed",
                                   ("randomized > rope", "even_pairs"): "holds"}
     assert verdict(measured) == "contradicted (2 hold, 0 equivalent, 1 reversed, 0 unresolved)"
@@ -71,15 +71,15 @@ def test_randomized_against_its_base_holds_reverses_and_names_the_pairs_not_made
 
 
 def test_one_seed_leaves_a_pair_unresolved_and_the_claim_unsettled():
-    measured = randomized_beats_base(tables(typed(pairs({"copy": ([0.5], [0.2])}, seeds=(0,)))))
+    measured = randomized_beats_base(frames(typed(pairs({"copy": ([0.5], [0.2])}, seeds=(0,)))))
     assert verdict(measured) == "partly (0 hold, 0 equivalent, 0 reversed, 1 unresolved)"
     assert not settled(judge_pairs([c.test() for c in measured.comparisons]))
-    assert verdict(randomized_beats_base(tables(typed([record("copy", "randomized", 0, 0.5)])))) == "not comparable"  # rope never ran
+    assert verdict(randomized_beats_base(frames(typed([record("copy", "randomized", 0, 0.5)])))) == "not comparable"  # rope never ran
 
 
 def test_relative_against_sinusoidal_holds_or_is_equivalent():
     def runs(relative, sinusoidal):
-        return tables(typed([record("wmt_long", encoding, seed, values[seed], target=None)
+        return frames(typed([record("wmt_long", encoding, seed, values[seed], target=None)
                        for encoding, values in (("relative", relative), ("sinusoidal", sinusoidal)) for seed in range(len(relative))]))
 
     # Differences 0.10, 0.11, 0.09: t = 0.1 / (0.01 / sqrt 3) = 17.3, p = 0.0033 (closed form).
@@ -92,7 +92,7 @@ def test_relative_against_sinusoidal_holds_or_is_equivalent():
 
 def test_learned_positions_below_the_threshold_by_seed():
     def learned(values):
-        return learned_fails_past_training(tables(typed([record("copy", "learned", seed, 0.5, ood_metric=v) for seed, v in enumerate(values)])))
+        return learned_fails_past_training(frames(typed([record("copy", "learned", seed, 0.5, ood_metric=v) for seed, v in enumerate(values)])))
 
     assert verdict(learned([0.0, 0.0, 0.0])).startswith("reproduced (1 hold")
     assert verdict(learned([0.0])).startswith("partly (0 hold, 0 equivalent, 0 reversed, 1 unresolved)")  # one run
@@ -105,7 +105,7 @@ def test_learned_positions_below_the_threshold_by_seed():
 
 def kazemnejad_records(per_seed_values, tasks=("copy", "reverse", "sort", "addition")):
     """The five encodings on ``tasks`` (the four synthetic ones): {encoding: [OOD exact match per seed]}, the same on every task."""
-    return tables(typed([record(task, encoding, seed, 0.5, ood_metric=values[seed]) for task in tasks
+    return frames(typed([record(task, encoding, seed, 0.5, ood_metric=values[seed]) for task in tasks
                    for encoding, values in per_seed_values.items() for seed in range(len(values))]))
 
 
@@ -142,7 +142,7 @@ def test_kazemnejads_order_needs_a_seed_with_every_run():
     # copy at seed 0 only, the other three tasks at seed 1 only: no seed holds all four.
     records = [record(task, encoding, 0 if task == "copy" else 1, 0.5, ood_metric=value) for task in ("copy", "reverse", "sort", "addition")
                for encoding, value in {"nope": 0.9, "t5": 0.8, "alibi": 0.7, "rope": 0.6, "sinusoidal": 0.5}.items()]
-    measured = kazemnejad_order(tables(typed(records)))
+    measured = kazemnejad_order(frames(typed(records)))
     assert verdict(measured) == "not comparable" and measured.not_compared.startswith("no seed at which")
 
 
@@ -151,7 +151,7 @@ def test_nope_on_sort_against_the_papers_other_four_on_exact_match():
     # 0.1, -0.3, 0.5: unresolved); rope below by 0.3 (holds); sinusoidal not run. The primary
     # metric (sequence accuracy, 0.5 everywhere) would tie them all.
     values = {"nope": [0.6] * 3, "alibi": [0.7] * 3, "t5": [0.5, 0.9, 0.1], "rope": [0.3] * 3}
-    measured = nope_best_on_sort(tables(typed([record("sort", encoding, seed, 0.5, ood_metric=scores[seed]) for encoding, scores in values.items()
+    measured = nope_best_on_sort(frames(typed([record("sort", encoding, seed, 0.5, ood_metric=scores[seed]) for encoding, scores in values.items()
                                          for seed in range(3)])))
     assert outcomes(measured) == {("nope > t5", "sort"): "unresolved", ("nope > alibi", "sort"): "reversed", ("nope > rope", "sort"): "holds"}
     assert measured.not_compared.endswith("nope > sinusoidal on sort")
@@ -164,7 +164,7 @@ def test_press_ratios_against_their_thresholds():
         return json.loads(json.dumps(record("lm_long", encoding, seed, value, target=None)).replace("sequence_accuracy", "perplexity"))
 
     records = [lm("sinusoidal", s, v) for s, v in enumerate([7.0, 7.5, 8.0])] + [lm("alibi", s, v) for s, v in enumerate([0.97, 0.98, 0.99])]
-    measured = press_sinusoidal_explodes_alibi_flat(tables(typed(records)))
+    measured = press_sinusoidal_explodes_alibi_flat(frames(typed(records)))
     assert np.array([c.differences for c in measured.comparisons]) == pytest.approx(np.array([[5.0, 5.5, 6.0], [0.13, 0.12, 0.11]]))
     assert measured.comparisons[0].metric == "perplexity 5-8 / ID" and verdict(measured).startswith("reproduced")
 
@@ -185,22 +185,22 @@ def test_the_seed_plan_takes_each_tasks_largest_need_up_to_ten():
     # 10 seeds of nope, t5, alibi: 30 runs, 9 of them there.
     values = {"nope": [0.6, 0.6, 0.6], "t5": [0.6, 0.5, 0.4], "alibi": [0.3, 0.25, 0.2]}
     records = [record("sort", encoding, seed, 0.5, ood_metric=scores[seed]) for encoding, scores in values.items() for seed in range(3)]
-    pairs, tasks = seed_plan(tables(typed(records)))
+    pairs, tasks = seed_plan(frames(typed(records)))
     assert pairs["seeds for 80% power"].tolist() == [10, 3]
     assert tasks.to_dict("records")[0] | {"hours": None} == {"task": "sort", "seeds planned": 10, "encodings": "alibi,nope,t5", "runs to add": 21, "hours": None}
     # nope - t5 at 0, 0.05, 0.15 (mean / s = 0.87: 13 seeds) needs more than 10: the plan keeps 3.
     records = [record("sort", encoding, seed, 0.5, ood_metric=scores[seed]) for encoding, scores in {"nope": [0.6] * 3, "t5": [0.6, 0.55, 0.45]}.items()
                for seed in range(3)]
-    pairs, tasks = seed_plan(tables(typed(records)))
+    pairs, tasks = seed_plan(frames(typed(records)))
     assert pairs["seeds for 80% power"].tolist() == [13] and tasks["seeds planned"].tolist() == [3] and tasks["runs to add"].tolist() == [0]
-    assert "13 (judged by equivalence at the task's seeds)" in render_plan(tables(typed(records)))
+    assert "13 (judged by equivalence at the task's seeds)" in render_plan(frames(typed(records)))
 
 
 def test_the_2024_25_encodings_claims_pair_each_with_its_papers_baseline():
     # DAPE against its base KERPLE on parity_check: +0.2 at each seed (holds); lm_long and the
     # other Chomsky tasks not run: named. FoX and CoPE have no runs: nothing compared.
     records = [record("parity_check", encoding, seed, value) for encoding, value in (("dape", 0.6), ("kerple", 0.4)) for seed in range(3)]
-    table = tables(typed(records))
+    table = frames(typed(records))
     measured = dape_beats_its_base(table)
     assert outcomes(measured) == {("dape > kerple", "parity_check"): "holds"}
     assert "dape > kerple on lm_long" in measured.not_compared and "dape > kerple on even_pairs" in measured.not_compared
@@ -223,11 +223,11 @@ def test_an_arithmetic_encoding_reaches_5x_and_further_than_each_classic_one():
     reach = {n: 1.0 for n in (4, 8, 12, 16, 20)}
     short = {4: 1.0, 8: 0.0, 12: 0.0, 16: 0.0, 20: 0.0}
     records = [grid_record("abacus", seed, reach) for seed in range(3)] + [grid_record("nope", seed, short) for seed in range(3)]
-    measured = reaches_where_classic_do_not("abacus")(tables(typed(records)))
+    measured = reaches_where_classic_do_not("abacus")(frames(typed(records)))
     assert outcomes(measured) == {("abacus reaches 5L (ℓ*/L > 4.5, the grid's last step)", "long_addition"): "holds", ("abacus > nope", "long_addition"): "holds"}
     assert [c.means for c in measured.comparisons] == ["5.00", "5.00 vs 1.00"]
     assert "rope" in measured.not_compared and "fire" in measured.not_compared
-    assert verdict(reaches_where_classic_do_not("position_coupling")(tables(typed(records)))) == "not comparable"
+    assert verdict(reaches_where_classic_do_not("position_coupling")(frames(typed(records)))) == "not comparable"
 
 
 def test_kazemnejads_order_on_their_own_suite_reads_its_tasks_not_the_synthetic_ones():
