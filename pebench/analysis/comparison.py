@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import pandas as pd
 from tabulate import tabulate
 
+from pebench.analysis.checks import compare
 from pebench.analysis.frames import Frames, frames
 from pebench.analysis.leaderboards import overall_groups, ranked_runs
-from pebench.analysis.validity import compare
 from pebench.analysis.verdicts import judge_pairs
 from pebench.records.store import card_identity
 from pebench.records.types import RunRecord

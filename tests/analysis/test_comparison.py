@@ -5,7 +5,7 @@ import json
 
 import pytest
 from tests.cli.test_cli import pebench_here
-from tests.analysis.test_report import record, typed
+from tests.analysis.hand_records import record, typed
 
 from pebench.analysis.comparison import paired_differences, pool
 from pebench.analysis.frames import frames
