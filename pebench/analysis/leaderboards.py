@@ -30,14 +30,13 @@ encoding is not ranked counting 1/rank = 0, with a 95% paired bootstrap interval
 (its run at seed s stands against its rivals' runs at seed s, which share that seed's training
 data order), ranks and MRR recomputed in each, the 2.5th and 97.5th percentiles (seeded, so the
 table is the same on every machine). A task run at one seed adds no spread to the interval; at
-few seeds (the grid's 3) a percentile bootstrap has no small-sample correction and is narrower
-than a Student-t interval: it shows the spread over seeds, and :mod:`pebench.analysis.validity` tests
+few seeds a percentile bootstrap has no small-sample correction and is narrower than a
+Student-t interval: it shows the spread over seeds, and :mod:`pebench.analysis.verdicts` tests
 differences with Student's t instead. Only protocol 2 tables
 of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
 one set of runs and one field of rivals, so the overall ranking comes in *blocks*: encodings that
 all ran the same tasks at the same seeds, ranked among themselves on those runs
-(:func:`overall_groups`; the grid's two tiers make two blocks: the nine encodings on every task,
-all seventeen on the synthetic tasks).
+(:func:`overall_groups`).
 """
 
 from __future__ import annotations
@@ -336,8 +335,7 @@ def overall_groups(table: Frames, metric: str | None = None) -> list[RankingGrou
     rivals. Blocks come largest first (encodings x tasks), then by more encodings, their tasks,
     more runs each and their cells, an order that does not depend on hashing: two blocks of
     as many encodings on the same tasks at different seeds keep their places from one report to
-    the next. A grid of tiers (the nine encodings on every task, seventeen on some) gives one
-    block per tier."""
+    the next. A grid of tiers gives one block per tier."""
     runs = ranked_runs(table)
     ran = {encoding: frozenset(zip(group.task, group.seed)) for encoding, group in runs.groupby("encoding")}
     intents, frontier = set(ran.values()), set(ran.values())
