@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import pandas as pd
 from tabulate import tabulate
 
-from pebench.analysis.frames import Tables, tables
+from pebench.analysis.checks import compare
+from pebench.analysis.frames import Frames, frames
 from pebench.analysis.leaderboards import overall_groups, ranked_runs
-from pebench.analysis.validity import compare
 from pebench.analysis.verdicts import judge_pairs
 from pebench.records.store import card_identity
 from pebench.records.types import RunRecord
@@ -73,7 +73,7 @@ def pool(user: list[RunRecord], baseline: list[RunRecord]) -> Pooled:
     return Pooled(user + joined, candidates, dict(left_out))
 
 
-def paired_differences(table: Tables, candidates: list[str]) -> pd.DataFrame:
+def paired_differences(table: Frames, candidates: list[str]) -> pd.DataFrame:
     """Per task and new encoding, one row per baseline encoding: the metric, the seeds paired,
     both means, the mean difference (positive: the new encoding better, whatever the metric's
     direction), its 95% interval and the outcome (holds: better; reversed: worse; equivalent;
@@ -107,7 +107,7 @@ def paired_differences(table: Tables, candidates: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "encoding", "baseline", "metric", "seeds", "means", "difference", "low", "high", "outcome"])
 
 
-def overall_places(table: Tables, candidates: list[str]) -> pd.DataFrame:
+def overall_places(table: Frames, candidates: list[str]) -> pd.DataFrame:
     """Each new encoding's place in the largest block of the overall ranking that holds it: its
     rank (row) of the block's encodings, MRR with its 95% interval, and the block's tasks."""
     rows, blocks = [], overall_groups(table)
@@ -139,7 +139,7 @@ TITLE = (
 
 def render_comparison(pooled: Pooled, baseline_name: str) -> str:
     """The comparison as Markdown: what was pooled, the paired differences, the overall places."""
-    table = tables(pooled.records)
+    table = frames(pooled.records)
     if not pooled.candidates:
         return f"Baseline {baseline_name}: every encoding of your records is also a baseline encoding; nothing new to compare.\n"
     differences = paired_differences(table, pooled.candidates)

@@ -1,6 +1,6 @@
 """Run records as tables (pandas), the shape the report and users work with.
 
-:func:`tables` turns records into seven frames, keyed by ``run`` (``task/encoding/seed<k>``, with
+:func:`frames` turns records into seven frames, keyed by ``run`` (``task/encoding/seed<k>``, with
 ``@<hash>`` for a configuration of other settings):
 - ``runs``: one row per successful run: its table (task and task settings), protocol, encoding
   row label, seed, whether it reached the ID target (``learned``; None where the protocol has no
@@ -42,7 +42,9 @@ from pebench.records.types import RunRecord
 
 
 @dataclass
-class Tables:
+class Frames:
+    """The seven frames of :func:`frames` (see the module docstring), each keyed by ``run``."""
+
     runs: pd.DataFrame
     scores: pd.DataFrame
     lengths: pd.DataFrame
@@ -131,7 +133,7 @@ def _labels(records: list[RunRecord]) -> list[tuple[str, str]]:
     return [(table, f"{encoding} [{one}]" if len(codes[table, encoding]) > 1 else encoding) for (table, encoding), one in zip(labels, code)]
 
 
-def tables(records: list[RunRecord]) -> Tables:
+def frames(records: list[RunRecord]) -> Frames:
     """The seven frames of the successful records among ``records`` (see the module docstring)."""
     runs, scores, lengths, positions, curves, capped, cells = [], [], [], [], [], [], []
     records = [record for record in records if record.status == "ok"]
@@ -167,8 +169,11 @@ def tables(records: list[RunRecord]) -> Tables:
         "capped": ["run", "bucket", "capped"],
         "cells": ["run", "a", "b", "n", "metric", "value"],
     }
-    frames = (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves), ("capped", capped), ("cells", cells))
-    return Tables(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in frames))
+    named = (("runs", runs), ("scores", scores), ("lengths", lengths), ("positions", positions), ("curves", curves), ("capped", capped), ("cells", cells))
+    return Frames(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in named))
+
+
+tables = frames  # the name pebench/cli imports (#65: it moves to frames with the CLI's split)
 
 
 def _run_row(record: RunRecord, run: str, table: str, encoding: str) -> dict:
@@ -242,7 +247,7 @@ def load_results(results: str | Path = USER_RESULTS) -> pd.DataFrame:
         frame.groupby(["task", "encoding", "length"])["sequence_accuracy"].mean()
     """
     records, _ = load_records(Path(results))
-    table = tables(records)
+    table = frames(records)
     if table.runs.empty:
         return pd.DataFrame(columns=["run", "bucket", "length", "n", "task", "encoding", "seed"])
     bucket_rows = table.scores[table.scores.order >= 2].rename(columns={"where": "bucket"}).assign(length=float("nan"), n=float("nan"))

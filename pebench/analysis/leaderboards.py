@@ -30,14 +30,13 @@ encoding is not ranked counting 1/rank = 0, with a 95% paired bootstrap interval
 (its run at seed s stands against its rivals' runs at seed s, which share that seed's training
 data order), ranks and MRR recomputed in each, the 2.5th and 97.5th percentiles (seeded, so the
 table is the same on every machine). A task run at one seed adds no spread to the interval; at
-few seeds (the grid's 3) a percentile bootstrap has no small-sample correction and is narrower
-than a Student-t interval: it shows the spread over seeds, and :mod:`pebench.analysis.validity` tests
+few seeds a percentile bootstrap has no small-sample correction and is narrower than a
+Student-t interval: it shows the spread over seeds, and :mod:`pebench.analysis.verdicts` tests
 differences with Student's t instead. Only protocol 2 tables
 of the cards' own task settings enter the overall ranking. An MRR compares encodings only over
 one set of runs and one field of rivals, so the overall ranking comes in *blocks*: encodings that
 all ran the same tasks at the same seeds, ranked among themselves on those runs
-(:func:`overall_groups`; the grid's two tiers make two blocks: the nine encodings on every task,
-all seventeen on the synthetic tasks).
+(:func:`overall_groups`).
 """
 
 from __future__ import annotations
@@ -48,8 +47,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from pebench.analysis.frames import Tables
-from pebench.analysis.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, _reciprocal_ranks, _seed_draws, interval
+from pebench.analysis.frames import Frames
+from pebench.analysis.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, interval, reciprocal_ranks, seed_draws
 from pebench.config.cards import suite_of
 from pebench.core.metrics import higher_is_better
 
@@ -70,7 +69,7 @@ def counts_ood(runs: pd.DataFrame) -> pd.Series:
     return runs["learned"].isna() | runs["learned"].fillna(False).astype(bool)
 
 
-def run_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def run_scores(table: Frames, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One row per run of ``runs``: the value of ``metric`` at ID, each bucket, OOD."""
     scores = table.scores[table.scores.run.isin(runs.run) & (table.scores.metric == metric)]
     order = scores.drop_duplicates("where").sort_values("order")["where"].tolist()
@@ -78,7 +77,7 @@ def run_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     return wide.reindex(index=runs.run, columns=order).astype(float)
 
 
-def leaderboard(table: Tables, runs: pd.DataFrame, metric: str, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
+def leaderboard(table: Frames, runs: pd.DataFrame, metric: str, throughput: pd.DataFrame | None = None) -> pd.DataFrame:
     """The numeric leaderboard of one table's ``runs`` for ``metric``: per encoding, runs,
     learned, median steps to target, ``<column> mean`` and ``<column> ci`` (interval half-width)
     for ID, every bucket and OOD, OOD/ID, rank (NaN: not ranked), throughput and PE params. On
@@ -164,7 +163,7 @@ def extrapolation_metric(runs: pd.DataFrame) -> str | None:
     return metric if metric in runs["metrics"].iloc[0] else None
 
 
-def on_diagonal(table: Tables, runs: pd.DataFrame) -> bool:
+def on_diagonal(table: Frames, runs: pd.DataFrame) -> bool:
     """Whether ``runs`` scored a grid of two operand lengths, whose diagonal is their per-length
     curve (:func:`length_scores`)."""
     return bool(table.cells.run.isin(runs.run).any())
@@ -175,7 +174,7 @@ def reach_label(metric: str, threshold: float, diagonal: bool = False) -> str:
     return f"ℓ*/L ({metric} ≥ {threshold:g}{', diagonal' if diagonal else ''})"
 
 
-def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def length_scores(table: Frames, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The per-length curve of ``metric`` for ``runs``: rows (run, length, value). For a task
     that scores a grid of two operand lengths, its diagonal (both operands of n digits, the
     length the arithmetic papers state: "99% at 100 digits"); otherwise the per-length scores."""
@@ -185,7 +184,7 @@ def length_scores(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFram
     return table.lengths[table.lengths.run.isin(runs.run) & (table.lengths.metric == metric)][["run", "length", "value"]]
 
 
-def reach_columns(table: Tables, runs: pd.DataFrame) -> dict[str, pd.Series]:
+def reach_columns(table: Frames, runs: pd.DataFrame) -> dict[str, pd.Series]:
     """Per threshold τ of :data:`EXTRAPOLATION_THRESHOLDS`, every run's ℓ*/L
     (:func:`extrapolation_length`) on :func:`extrapolation_metric`, over the lengths any run of
     the table was scored at (:func:`length_scores`: a grid task's diagonal):
@@ -225,7 +224,7 @@ def metrics_of(runs: pd.DataFrame) -> list[str]:
     return [primary, *[m for m in runs["metrics"].iloc[0] if m != primary]]
 
 
-def boards_of(table: Tables, runs: pd.DataFrame, throughput: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
+def boards_of(table: Frames, runs: pd.DataFrame, throughput: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """A table's leaderboards, built once and then rendered in every format: ``{metric: its
     :func:`leaderboard`}`` (one row per encoding), in :func:`metrics_of` order, throughput
     columns on the primary metric's only."""
@@ -246,13 +245,13 @@ def _cell_scores(runs: pd.DataFrame, ood: pd.Series, weights: np.ndarray) -> np.
     return np.where(majority, mean, np.nan)
 
 
-def ranked_runs(table: Tables) -> pd.DataFrame:
+def ranked_runs(table: Frames) -> pd.DataFrame:
     """The runs the overall ranking and the validity claims use: protocol 2, at the cards' own
     task settings (a run with other buckets or budgets is a table of its own, never ranked)."""
     return table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
 
 
-def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
+def overall(table: Frames, metric: str | None = None) -> pd.DataFrame:
     """Encodings by mean reciprocal rank over the protocol 2 tasks of the cards' own settings
     (see the module docstring), on each task's primary metric or on ``metric``: MRR, its 95%
     paired bootstrap interval, tasks ranked on of tasks run, and the rank in each task (NaN: not
@@ -276,7 +275,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
                 f"overall ranking of {task}: {', '.join(unpaired)} did not run every seed of {seeds.tolist()}; "
                 "rank over the seeds all encodings ran (overall_groups)"
             )
-        drawn = _seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
+        drawn = seed_draws(seeds, rng)  # [B, seeds], shared by every encoding: the pairing
         point_scores = np.array([_cell_scores(cells[e], ood.loc[cells[e].run], np.ones((1, len(cells[e]))))[0] if e in cells else np.nan for e in encodings])
         boot = np.stack(
             [
@@ -287,7 +286,7 @@ def overall(table: Tables, metric: str | None = None) -> pd.DataFrame:
             ],
             axis=1,
         )  # [B, encodings]
-        point[task], samples[task] = _reciprocal_ranks(point_scores), _reciprocal_ranks(boot)
+        point[task], samples[task] = reciprocal_ranks(point_scores), reciprocal_ranks(boot)
         ranks[task] = pd.Series(stats.rankdata(-point_scores[~np.isnan(point_scores)], method="average"), index=np.array(encodings)[~np.isnan(point_scores)])
         ran[task] = np.array([e in cells for e in encodings])
     if not point:
@@ -324,7 +323,7 @@ class RankingGroup:
         return sorted({task for task, _ in self.cells})
 
 
-def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGroup]:
+def overall_groups(table: Frames, metric: str | None = None) -> list[RankingGroup]:
     """The overall ranking in complete blocks (see the module docstring), on each task's primary
     metric or on ``metric``.
 
@@ -336,8 +335,7 @@ def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGrou
     rivals. Blocks come largest first (encodings x tasks), then by more encodings, their tasks,
     more runs each and their cells, an order that does not depend on hashing: two blocks of
     as many encodings on the same tasks at different seeds keep their places from one report to
-    the next. A grid of tiers (the nine encodings on every task, seventeen on some) gives one
-    block per tier."""
+    the next. A grid of tiers gives one block per tier."""
     runs = ranked_runs(table)
     ran = {encoding: frozenset(zip(group.task, group.seed)) for encoding, group in runs.groupby("encoding")}
     intents, frontier = set(ran.values()), set(ran.values())
@@ -353,7 +351,7 @@ def overall_groups(table: Tables, metric: str | None = None) -> list[RankingGrou
     return sorted(blocks, key=lambda b: (-len(b.ranking) * len(b.tasks), -len(b.ranking), b.tasks, -len(b.cells), sorted(b.cells)))
 
 
-def suite_scores(table: Tables, levels: dict[str, tuple[str, ...]]) -> pd.DataFrame:
+def suite_scores(table: Frames, levels: dict[str, tuple[str, ...]]) -> pd.DataFrame:
     """One row per (task, encoding) of the tasks in ``levels`` ({level: its tasks, in order})
     that have protocol 2 runs at the cards' settings: level, task, encoding, metric (the task's
     primary), ranked (most runs learned ID), rank, ID and OOD means, as in the task's
@@ -382,10 +380,10 @@ def suite_scores(table: Tables, levels: dict[str, tuple[str, ...]]) -> pd.DataFr
     return pd.DataFrame(rows, columns=["level", "task", "encoding", "metric", "ranked", "rank", "ID", "OOD"])
 
 
-def run_times(table: Tables) -> pd.DataFrame:
+def run_times(table: Frames) -> pd.DataFrame:
     """Per task, most hours first, then ``all``: runs, encodings, seeds, hours in all and
     minutes per run (mean, fastest, slowest) of :func:`ranked_runs`, learned ID or not (the
-    ``run_seconds`` of :func:`pebench.analysis.frames.tables`; a record without stages is counted in
+    ``run_seconds`` of :func:`pebench.analysis.frames.frames`; a record without stages is counted in
     ``runs`` and ``untimed``, not in the times), the cost of training (``train s / 1k steps``:
     the median over runs of training wall seconds, validation included, per 1,000 steps), and
     the threads and devices recorded."""

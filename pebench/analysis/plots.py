@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench.analysis.frames import Tables
+from pebench.analysis.frames import Frames
 from pebench.analysis.leaderboards import counts_ood, length_scores, on_diagonal, ranked, reach_columns
 from pebench.analysis.statistics import interval
 from pebench.core.metrics import METRICS
@@ -62,7 +62,7 @@ def _training_lengths(lo: int, hi: int) -> str:
     return f"training length ({hi})" if lo == hi else f"training lengths ({lo}-{hi})"
 
 
-def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path, highlight: frozenset[str] = frozenset()) -> None:
+def plot(name: str, table: Frames, runs: pd.DataFrame, path: Path, highlight: frozenset[str] = frozenset()) -> None:
     """PNG of the primary metric against length, one line per encoding: mean over runs with its
     95% interval as a band, per length (per bucket, at its midpoint, for text metrics); the
     training lengths shaded; encodings not ranked (most runs did not learn ID) dashed; on the
@@ -128,7 +128,7 @@ def plot(name: str, table: Tables, runs: pd.DataFrame, path: Path, highlight: fr
     plt.close(figure)
 
 
-def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+def plot_positions(name: str, table: Frames, runs: pd.DataFrame, path: Path) -> None:
     """PNG of a language model's loss against the position in the window, at each evaluation
     length (a panel each), one line per encoding (mean over runs), the training length marked."""
     import matplotlib
@@ -153,7 +153,7 @@ def plot_positions(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> 
     plt.close(figure)
 
 
-def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+def plot_grid(name: str, table: Frames, runs: pd.DataFrame, path: Path) -> None:
     """PNG of a grid task's primary metric per cell (len a x len b), one heat map per encoding,
     the mean over its runs (McLeish et al. 2024, fig. 1); the training lengths boxed. Cells
     are drawn at their rank in the grid (the grid's lengths label the axes)."""
@@ -192,7 +192,7 @@ def plot_grid(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
     plt.close(figure)
 
 
-def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> None:
+def plot_curves(name: str, table: Frames, runs: pd.DataFrame, path: Path) -> None:
     """PNG of the training curves: the mean training loss and the ID validation score of the
     primary metric against the step, one line per run (the colour and marker of its encoding,
     :func:`style`), the ID target marked."""
@@ -224,7 +224,7 @@ def plot_curves(name: str, table: Tables, runs: pd.DataFrame, path: Path) -> Non
     plt.close(figure)
 
 
-def _plot_points(table: Tables, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
+def _plot_points(table: Frames, runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     """(run, x, value) of ``metric``: per length where recorded (a grid task's diagonal,
     :func:`pebench.analysis.leaderboards.length_scores`), else per bucket midpoint (an open last bucket at
     1.25x its lower edge)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
-from pebench.analysis.frames import Tables, legend, tables
+from pebench.analysis.frames import Frames, frames, legend
 from pebench.analysis.leaderboards import boards_of, overall_groups, ranked_runs, suite_scores
 from pebench.analysis.plots import plot, plot_curves, plot_grid, plot_positions
 from pebench.analysis.tables import (
@@ -49,7 +49,7 @@ def write_reports(records: list[RunRecord], out: Path, throughput: pd.DataFrame 
     Raises:
         ValueError: if no record is a successful run.
     """
-    table = tables(records)
+    table = frames(records)
     if table.runs.empty:
         raise ValueError("no successful run among the records")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ def write_reports(records: list[RunRecord], out: Path, throughput: pd.DataFrame 
     return printed
 
 
-def _write_all(table: Tables, records: list[RunRecord], out: Path, throughput: pd.DataFrame | None, highlight: frozenset[str]) -> dict[str, str]:
+def _write_all(table: Frames, records: list[RunRecord], out: Path, throughput: pd.DataFrame | None, highlight: frozenset[str]) -> dict[str, str]:
     printed = {}
     for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != 2, item[0][0])):
         name = report_name(runs)

@@ -1,7 +1,7 @@
 """Generated sections of a Markdown document (the README): the text between
 ``<!-- generated: PATH -->`` and ``<!-- end -->`` is PATH's content, PATH relative to the
 document's folder. ``pebench report --readme README.md`` refreshes them after writing the tables,
-so that the README shows the tables as generated, never hand-edited ones (``tests/test_results.py``
+so that the README shows the tables as generated, never hand-edited ones (``tests/analysis/test_committed_results.py``
 checks that the committed README's sections are the committed tables)."""
 
 from __future__ import annotations

@@ -32,14 +32,14 @@ def interval(values) -> float:
     return float(_t_quantile(len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values)))
 
 
-def _reciprocal_ranks(scores: np.ndarray) -> np.ndarray:
+def reciprocal_ranks(scores: np.ndarray) -> np.ndarray:
     """scores ``[..., encodings]`` (NaN: not ranked) -> 1 / rank among the ranked (higher score
     first, ties sharing the mean rank), 0 where not ranked."""
     ranks = stats.rankdata(np.where(np.isnan(scores), np.inf, -scores), method="average", axis=-1)
     return np.where(np.isnan(scores), 0.0, 1.0 / ranks)
 
 
-def _seed_draws(seeds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def seed_draws(seeds: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``[B, len(seeds)]``: how many times each of a task's seeds is drawn in each of
     :data:`BOOTSTRAP_RESAMPLES` resamples of its seeds with replacement."""
     draws = rng.integers(0, len(seeds), (BOOTSTRAP_RESAMPLES, len(seeds)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from tabulate import tabulate
 
-from pebench.analysis.frames import Tables
+from pebench.analysis.frames import Frames
 from pebench.analysis.leaderboards import BENCH_LENGTH, RankingGroup, run_times
 from pebench.core.metrics import METRICS
 
@@ -68,7 +68,7 @@ def _table(shown: pd.DataFrame, table_format: str) -> str:
     return tabulate(shown, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
 
 
-def _title(name: str, table: Tables, runs: pd.DataFrame, metric: str) -> str:
+def _title(name: str, table: Frames, runs: pd.DataFrame, metric: str) -> str:
     """What the table shows: metric, protocol, ID bucket, bucket sizes, the interval, the rule."""
     first = runs.run.iloc[0]
     buckets = table.scores[(table.scores.run == first) & (table.scores.order >= 2)].drop_duplicates("where")
@@ -84,7 +84,7 @@ def _title(name: str, table: Tables, runs: pd.DataFrame, metric: str) -> str:
     return f"{name}: {metric} (ID = {buckets['where'].iloc[0]}; buckets {sizes}), mean ± 95% interval over runs; {rule}"
 
 
-def render(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], table_format: str, highlight: frozenset[str] = frozenset()) -> str:
+def render(name: str, table: Frames, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], table_format: str, highlight: frozenset[str] = frozenset()) -> str:
     """A table's titled leaderboards (:func:`boards_of`) in a tabulate format ("github",
     "simple", "unsafehtml"): the primary metric with throughput, then each other metric; the
     encodings of ``highlight`` marked."""
@@ -141,7 +141,7 @@ def latex_table(shown: pd.DataFrame, caption: str, label: str, highlight: frozen
     return styler.to_latex(caption=_latex(caption), label=label, hrules=True, column_format=aligned, position="t", position_float="centering")
 
 
-def render_latex(name: str, table: Tables, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], highlight: frozenset[str] = frozenset()) -> str:
+def render_latex(name: str, table: Frames, runs: pd.DataFrame, boards: dict[str, pd.DataFrame], highlight: frozenset[str] = frozenset()) -> str:
     """The primary metric's leaderboard as one LaTeX table (:func:`latex_table`), the compact
     columns (:data:`LATEX_COLUMNS` and the first ℓ*/L), its title as the caption; the other
     metrics and the throughput are in the Markdown, HTML and CSV files."""
@@ -251,7 +251,7 @@ RUN_TIME_TITLE = (
 )
 
 
-def render_run_times(table: Tables) -> str:
+def render_run_times(table: Frames) -> str:
     """:func:`run_times` in Markdown; the ``untimed`` column only when a run has no stages."""
     times = run_times(table).round({"hours": 2, "minutes per run": 1, "fastest": 1, "slowest": 1, "train s / 1k steps": 0})
     if times.empty:

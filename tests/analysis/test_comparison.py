@@ -5,10 +5,10 @@ import json
 
 import pytest
 from tests.cli.test_cli import pebench_here
-from tests.analysis.test_report import record, typed
+from tests.analysis.hand_records import record, typed
 
 from pebench.analysis.comparison import paired_differences, pool
-from pebench.analysis.frames import tables
+from pebench.analysis.frames import frames
 from pebench.analysis.tables import provenance
 
 MINE = [0.50, 0.60, 0.70]  # the new encoding's OOD sequence accuracy at seeds 0, 1, 2
@@ -27,7 +27,7 @@ def user_records():
 def test_the_paired_difference_against_each_baseline_is_the_hand_computed_one():
     pooled = pool(typed(user_records()), typed(baseline_records()))
     assert pooled.candidates == ["mine"] and not pooled.left_out
-    rows = paired_differences(tables(pooled.records), pooled.candidates).set_index("baseline")
+    rows = paired_differences(frames(pooled.records), pooled.candidates).set_index("baseline")
     # mean 0.7/3 = 0.23333; sd of (0.20, 0.25, 0.25) = 0.028868; t = 0.23333 / (0.028868 / sqrt 3) = 14.0;
     # at 2 degrees of freedom p = 1 - t / sqrt(2 + t^2) = 0.00506 < 0.05 / 2 (Holm, 2 pairs): holds.
     # Interval: t(0.975, 2) = 0.95 / sqrt(2 * 0.975 * 0.025) = 4.302653; half-width 4.302653 * 0.016667 = 0.071711.
@@ -57,7 +57,7 @@ def test_a_row_never_pools_two_versions_of_a_plugin_and_the_table_names_both():
     for r, (version, source) in zip(records, [("0.1.0", "aaaa"), ("0.1.0", "aaaa"), ("0.1.1", "bbbb")]):
         r["plugin"] = {"distribution": "my-plugin", "version": version, "source": source * 4, "revision": 1}
         r["git_commit"] = "0123456789abcdef"
-    runs = tables(typed(records)).runs
+    runs = frames(typed(records)).runs
     assert sorted(runs.encoding.unique()) == ["mine [0.1.0+aaaaaaaa]", "mine [0.1.1+bbbbbbbb]"]
     line = provenance(runs)
     assert line.startswith("records: 3 runs from 1 pebench commit (0123456: 3)")

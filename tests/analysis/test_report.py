@@ -21,47 +21,9 @@ from pebench.records.paths import settings_hash
 from pebench.analysis.leaderboards import extrapolation_length, leaderboard, overall
 from pebench.analysis.report import write_reports
 from pebench.analysis.statistics import interval
-from pebench.analysis.frames import tables
-from pebench.records.types import RunRecord
+from pebench.analysis.frames import frames
 from pebench.analysis.tables import display
-
-BUCKETS = [[1, 4], [5, 8]]
-
-
-def record(task, encoding, seed, ood, learned=True, settings=None, target=0.9, ood_metric=None):
-    """A protocol 2 record with ID score 1.0 (or 0.5 when not learned) and OOD score ``ood``; its
-    task card has ``settings``' task values, as a run's resolved card has its overrides."""
-    ood_metric = ood if ood_metric is None else ood_metric
-    id_score = 1.0 if learned else 0.5
-    card = {"name": task, "metrics": {"names": ["sequence_accuracy", "exact_match"], "primary": "sequence_accuracy"},
-            "split": {"train": [1, 4], "buckets": BUCKETS, "unit": "symbols"}}
-    for key, value in (settings or {}).items():
-        section, _, name = key.partition(".")
-        if section != "encoding":
-            card.setdefault(section, {})[name] = value
-    return {
-        "schema": 2, "protocol": 2, "status": "ok", "seed": seed, "settings": settings or {}, "overrides": [],
-        "task": card,
-        "encoding": {"name": encoding, "plugin": encoding, "params": {}},
-        "training": {"target": target, "steps_to_target": (100 * (seed + 1) if learned else None) if target else None,
-                     "steps": 100, "wall_seconds": 1.0, "final_loss": 0.1, "curve": []},
-        "model": {"architecture": "decoder"}, "parameters": {"encoding": 0, "total": 10},
-        "environment": {"threads": 1, "device": "cpu"},
-        "buckets": [
-            {"bucket": "1-4", "lo": 1, "hi": 4, "in_distribution": True, "n": 4,
-             "metrics": {"sequence_accuracy": id_score, "exact_match": id_score},
-             "lengths": [{"length": n, "n": 1, "metrics": {"sequence_accuracy": id_score, "exact_match": id_score}} for n in range(1, 5)]},
-            {"bucket": "5-8", "lo": 5, "hi": 8, "in_distribution": False, "n": 4,
-             "metrics": {"sequence_accuracy": ood, "exact_match": ood_metric},
-             "lengths": [{"length": n, "n": 1, "metrics": {"sequence_accuracy": ood, "exact_match": ood_metric}} for n in range(5, 9)]},
-        ],
-        "scores": {"ID": {"sequence_accuracy": id_score, "exact_match": id_score}, "OOD": {"sequence_accuracy": ood, "exact_match": ood_metric}, "unscored": []},
-    }
-
-
-def typed(records):
-    """The records of JSON data as the report reads them."""
-    return [RunRecord.from_json(r) for r in records]
+from tests.analysis.hand_records import record, typed
 
 
 def test_interval_is_the_students_t_half_width():
@@ -81,7 +43,7 @@ def toy_grid():
 
 
 def test_runs_that_did_not_learn_id_are_shown_marked_and_not_ranked():
-    table = tables(typed(toy_grid()))
+    table = frames(typed(toy_grid()))
     board = leaderboard(table, table.runs[table.runs.task == "t1"], "sequence_accuracy").set_index("encoding")
     assert board.loc["B", "rank"] == 1 and board.loc["A", "rank"] == 2 and math.isnan(board.loc["C", "rank"])
     assert board.loc["C", "learned"] == 0 and not board.loc["C", "ranked"]
@@ -96,7 +58,7 @@ def test_mean_reciprocal_rank_and_its_bootstrap_interval_known_answers():
     # Bootstrap: only t1's A varies: A's resampled mean beats 0.5 when two or three of its three
     # draws are the 0.9 run (p = 7/27), so A's MRR is 0.75 or 1 (interval 0.75-1) and B's is
     # 0.667 or (1/2 + 1/3) / 2 = 0.417 (interval 0.417-0.667); C's is 0.25 in every resample.
-    result = overall(tables(typed(toy_grid()))).set_index("encoding")
+    result = overall(frames(typed(toy_grid()))).set_index("encoding")
     assert result["MRR"].to_dict() == pytest.approx({"A": 0.75, "B": 2 / 3, "C": 0.25})
     assert (result.loc["A", "MRR low"], result.loc["A", "MRR high"]) == pytest.approx((0.75, 1.0))
     assert (result.loc["B", "MRR low"], result.loc["B", "MRR high"]) == pytest.approx((5 / 12, 2 / 3))
@@ -111,7 +73,7 @@ def test_the_bootstrap_resamples_seeds_paired_across_encodings():
     # Resampling each encoding's runs on its own, A would lose in 5/16 of the resamples (A 0.6
     # against B 0.8, or A 0.3 against B 0.8 or 0.5) and both intervals would widen to 0.5-1.
     records = [record("t", "A", seed, [0.9, 0.3][seed]) for seed in range(2)] + [record("t", "B", seed, [0.8, 0.2][seed]) for seed in range(2)]
-    result = overall(tables(typed(records))).set_index("encoding")
+    result = overall(frames(typed(records))).set_index("encoding")
     assert result[["MRR", "MRR low", "MRR high"]].to_dict("index") == {"A": {"MRR": 1.0, "MRR low": 1.0, "MRR high": 1.0},
                                                                       "B": {"MRR": 0.5, "MRR low": 0.5, "MRR high": 0.5}}
 
@@ -119,15 +81,15 @@ def test_the_bootstrap_resamples_seeds_paired_across_encodings():
 def test_an_overall_ranking_of_encodings_at_different_seeds_is_refused():
     records = [record("t", "A", seed, 0.1) for seed in range(3)] + [record("t", "B", 0, 0.9)]
     with pytest.raises(ValueError, match=r"overall ranking of t: B did not run every seed of \[0, 1, 2\]"):
-        overall(tables(typed(records)))
+        overall(frames(typed(records)))
 
 
 def test_the_overall_ranking_comes_in_blocks_of_encodings_that_ran_the_same_tasks(tmp_path):
     # D ran t2 only. Block 1: A, B, C over t1 and t2, as without D (C not ranked on t1: "—").
     # Block 2: A, B, C, D over t2 alone: A 0.8 > D 0.6 > C 0.5 > B 0.2, MRR 1, 1/2, 1/3, 1/4.
     records = toy_grid() + [record("t2", "D", seed, 0.6) for seed in range(3)]
-    first, second = leaderboards.overall_groups(tables(typed(records)))
-    assert first.ranking.equals(overall(tables(typed(toy_grid())))) and first.tasks == ["t1", "t2"] and len(first.cells) == 6
+    first, second = leaderboards.overall_groups(frames(typed(records)))
+    assert first.ranking.equals(overall(frames(typed(toy_grid())))) and first.tasks == ["t1", "t2"] and len(first.cells) == 6
     assert rendering.display_overall(first.ranking).set_index("encoding").loc["C", "t1"] == "—"
     assert second.tasks == ["t2"] and list(second.ranking.columns[6:]) == ["t2"]
     assert second.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 1, "D": 1 / 2, "C": 1 / 3, "B": 1 / 4})
@@ -147,7 +109,7 @@ def test_a_block_holds_only_the_seeds_its_encodings_all_ran():
     # A ran t at seeds 0-2 (0.9, 0.1, 0.1), B at seeds 0-1 (0.5). Over seeds 0 and 1, A's mean is
     # 0.5: a tie with B (MRR 2/3 each). Counting A's seed 2 would give A 0.367 < B.
     records = [record("t", "A", seed, [0.9, 0.1, 0.1][seed]) for seed in range(3)] + [record("t", "B", seed, 0.5) for seed in range(2)]
-    [block] = leaderboards.overall_groups(tables(typed(records)))
+    [block] = leaderboards.overall_groups(frames(typed(records)))
     assert block.cells == frozenset({("t", 0), ("t", 1)})
     assert block.ranking.set_index("encoding")["MRR"].to_dict() == pytest.approx({"A": 2 / 3, "B": 2 / 3})
 
@@ -157,13 +119,13 @@ def test_blocks_are_every_set_of_tasks_two_encodings_or_more_share():
     # no encoding ran exactly {t1, t2}, and the comparison of A and B on it is not lost.
     records = ([record(t, "A", 0, 0.5) for t in ("t1", "t2", "t3")] + [record(t, "B", 0, 0.4) for t in ("t1", "t2", "t4")]
                + [record("t1", "C", 0, 0.3)])
-    blocks = leaderboards.overall_groups(tables(typed(records)))
+    blocks = leaderboards.overall_groups(frames(typed(records)))
     assert [(sorted(b.ranking.encoding), b.tasks) for b in blocks] == [(["A", "B"], ["t1", "t2"]), (["A", "B", "C"], ["t1"])]
 
 
 def test_encodings_with_no_common_run_make_no_block_and_the_table_says_so(tmp_path):
     records = [record("t1", "A", 0, 0.5), record("t2", "B", 0, 0.4)]
-    assert leaderboards.overall_groups(tables(typed(records))) == []
+    assert leaderboards.overall_groups(frames(typed(records))) == []
     write_reports(typed(records), tmp_path)
     assert "No two encodings have runs at a common task and seed yet." in (tmp_path / "overall.md").read_text()
     records.append(record("t1", "C", 0, 0.3))
@@ -175,7 +137,7 @@ def test_a_run_with_other_buckets_is_its_own_table_and_blanks_nothing(tmp_path):
     records = toy_grid() + [record("t1", "A", 0, 0.0, settings={"split.buckets": [[1, 4], [5, 6], [7, 8]]})]
     printed = write_reports(typed(records), tmp_path / "boards")
     assert "t1" in printed and "t1@" + report_label(records[-1]) in printed
-    assert overall(tables(typed(toy_grid()))).equals(overall(tables(typed(records))))  # the overall ranks ignore the other table
+    assert overall(frames(typed(toy_grid()))).equals(overall(frames(typed(records))))  # the overall ranks ignore the other table
     legend = (tmp_path / "boards" / "legend.md").read_text()
     assert "split.buckets=[[1, 4], [5, 6], [7, 8]]" in legend
 
@@ -228,7 +190,7 @@ def test_a_run_without_an_ood_score_is_left_out_of_the_mean_not_counted_as_zero(
         if seed == 1:
             x["scores"]["OOD"] = None
         records += [x, record("t", "Y", seed, 0.4)]
-    table = tables(typed(records))
+    table = frames(typed(records))
     assert overall(table).set_index("encoding")["MRR"].to_dict() == pytest.approx({"X": 1.0, "Y": 0.5})
     board = leaderboard(table, table.runs, "sequence_accuracy").set_index("encoding")
     assert board.loc["X", "OOD mean"] == pytest.approx(0.5) and board.loc["X", "rank"] == 1
@@ -246,7 +208,7 @@ def test_run_times_sum_each_records_stages_per_task():
     protocol1 = {**timed("t2", "A", 1, 6000), "protocol": 1}
     records = ([timed("t1", "A", seed, 300) for seed in range(3)] + [timed("t1", "B", 0, 120), timed("t2", "A", 0, 1200), record("t2", "C", 0, 0.5),
                timed("t1", "A", 0, 9999, settings={"training.steps": 7}), protocol1])
-    times = leaderboards.run_times(tables(typed(records))).set_index("task")
+    times = leaderboards.run_times(frames(typed(records))).set_index("task")
     assert list(times.index) == ["t2", "t1", "all"]  # most hours first
     assert times.loc["t1", ["runs", "encodings", "seeds"]].tolist() == [4, 2, "0, 1, 2"]
     assert times.loc["t1", ["hours", "minutes per run", "fastest", "slowest"]].tolist() == pytest.approx([17 / 60, 17 / 4, 2, 5])
@@ -254,14 +216,14 @@ def test_run_times_sum_each_records_stages_per_task():
     assert times.loc["t1", "train s / 1k steps"] == pytest.approx(1800)
     assert times.loc["t2", ["runs", "untimed", "hours", "fastest", "slowest"]].tolist() == pytest.approx([2, 1, 1 / 3, 20, 20])
     assert times.loc["all", ["runs", "untimed", "encodings", "hours"]].tolist() == pytest.approx([6, 1, 3, 37 / 60])
-    assert "untimed" in rendering.render_run_times(tables(typed(records)))
-    assert "untimed" not in rendering.render_run_times(tables(typed(records[:5])))  # every run timed: no such column
+    assert "untimed" in rendering.render_run_times(frames(typed(records)))
+    assert "untimed" not in rendering.render_run_times(frames(typed(records[:5])))  # every run timed: no such column
 
 
 def test_the_suite_matrix_shows_each_tasks_ood_score_bolds_the_best_and_marks_the_unlearned():
     # toy_grid: t1: B 0.5 > A (0.9 + 0.1 + 0.1) / 3 = 0.367; C never learns ID (ID 0.5): shown,
     # not ranked. t2: A 0.8 > C 0.5 > B 0.2. A task of the levels with no runs (t3) is left out.
-    scores = leaderboards.suite_scores(tables(typed(toy_grid())), {"regular": ("t3", "t1"), "cs": ("t2",)})
+    scores = leaderboards.suite_scores(frames(typed(toy_grid())), {"regular": ("t3", "t1"), "cs": ("t2",)})
     assert scores.groupby("task").size().to_dict() == {"t1": 3, "t2": 3}
     lines = rendering.render_suite(scores, "T").splitlines()
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:] if not line.startswith("|--")]
@@ -287,13 +249,13 @@ def test_the_task_table_shows_the_extrapolation_length_and_the_chomsky_best_of_s
     # record(): training lengths 1-4, exact match 1.0 at 1-4 and the OOD value at 5-8. A: 0.96
     # (reach 8 / 4 at both τ); B: 0.6 at seed 0 (4 / 4 at 0.95, 8 / 4 at 0.5) and 0.96 at seed 1.
     records = [record("copy", "A", 0, 0.5, ood_metric=0.96), record("copy", "B", 0, 0.5, ood_metric=0.6), record("copy", "B", 1, 0.5, ood_metric=0.96)]
-    table = tables(typed(records))
+    table = frames(typed(records))
     board = leaderboard(table, table.runs, "sequence_accuracy").set_index("encoding")
     assert board.loc["A", "ℓ*/L (exact_match ≥ 0.95) mean"] == 2.0 and board.loc["B", "ℓ*/L (exact_match ≥ 0.95) mean"] == 1.5
     assert board.loc["B", "ℓ*/L (exact_match ≥ 0.5) mean"] == 2.0 and "OOD best of seeds" not in board  # copy is not a Chomsky task
     assert "ℓ*/L (exact_match ≥ 0.95)" in display(board.reset_index()).columns
     # parity_check, a Chomsky task: the best OOD score of any run, learned ID or not (0.7 of a run that did not).
-    chomsky = tables(typed([record("parity_check", "A", 0, 0.3), record("parity_check", "A", 1, 0.7, learned=False)]))
+    chomsky = frames(typed([record("parity_check", "A", 0, 0.3), record("parity_check", "A", 1, 0.7, learned=False)]))
     board = leaderboard(chomsky, chomsky.runs, "sequence_accuracy")
     assert board.loc[0, "OOD best of seeds"] == 0.7 and board.loc[0, "OOD mean"] == 0.3
     assert display(board)["OOD best of seeds (Delétang/Ruoss statistic, not ranked)"].tolist() == ["0.700"]
@@ -307,12 +269,12 @@ def test_a_run_of_an_earlier_card_of_its_task_is_its_own_table_never_ranked(tmp_
     current = [{**record("t1", name, 0, 0.5), "created": "2026-12-05T10:00:00+00:00"} for name in "AB"]
     earlier = record("t1", "C", 0, 0.9)
     earlier = {**earlier, "created": "2026-12-01T10:00:00+00:00", "task": {**earlier["task"], "training": {"steps": 7}}}
-    table = tables(typed([*current, earlier]))
+    table = frames(typed([*current, earlier]))
     assert dict(zip(table.runs.encoding, table.runs.table)) == {"A": "t1", "B": "t1", "C": "t1@" + settings_hash({"training.steps": 7})}
     assert set(ranked_runs(table).encoding) == {"A", "B"}
     write_reports(typed([*current, earlier]), tmp_path)
     assert "training.steps=7" in (tmp_path / "legend.md").read_text()
-    assert tables(typed([earlier])).runs.table.tolist() == ["t1"]  # alone, its card is the current one
+    assert frames(typed([earlier])).runs.table.tolist() == ["t1"]  # alone, its card is the current one
 
 
 def test_overrides_are_read_against_the_current_card_too():
@@ -325,7 +287,7 @@ def test_overrides_are_read_against_the_current_card_too():
 
     records = [at("A", "2026-12-05", {"steps": 10}, {}), at("D", "2026-12-01", {"steps": 7, "lr": 0.5}, {"training.lr": 0.5}),
                at("E", "2026-12-05", {"steps": 10, "lr": 0.5}, {"training.lr": 0.5}), at("F", "2026-12-01", {"steps": 10}, {"training.steps": 10})]
-    table = tables(typed(records))
+    table = frames(typed(records))
     assert dict(zip(table.runs.encoding, table.runs.table)) == {
         "A": "t1", "D": "t1@" + settings_hash({"training.lr": 0.5, "training.steps": 7}), "E": "t1@" + settings_hash({"training.lr": 0.5}), "F": "t1"}
 
@@ -337,11 +299,11 @@ def test_blocks_of_as_many_encodings_on_the_same_tasks_come_in_one_order_whateve
     # order must not (the committed leaderboards are compared byte for byte).
     script = """
 import json
-from tests.analysis.test_report import record, typed
+from tests.analysis.hand_records import record, typed
 from pebench.analysis import leaderboards
-from pebench.analysis.frames import tables
+from pebench.analysis.frames import frames
 records = [record("t", e, s, 0.5) for e, seeds in (("A", (0, 1)), ("B", (0, 1)), ("C", (0, 2)), ("D", (0, 2))) for s in seeds]
-blocks = leaderboards.overall_groups(tables(typed(records)))
+blocks = leaderboards.overall_groups(frames(typed(records)))
 print(json.dumps([[sorted(b.ranking.encoding), sorted(s for _, s in b.cells)] for b in blocks]))
 """
     orders = {subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parents[2], env={**os.environ, "PYTHONHASHSEED": str(seed)},
