@@ -1,4 +1,5 @@
-"""Small seeded models for the encoding and model tests, a spy on attention blocks, and the relative error the tests bound."""
+"""The built-in encodings, small seeded models for the encoding and model tests, a spy on attention blocks, and the relative error
+the tests bound."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import pytest
 import torch
 
 from pebench.model.transformer import ModelConfig, Transformer
-from pebench.core.registry import ENCODINGS, plugins
+from pebench.core.registry import ENCODINGS, OWN_DISTRIBUTION, origin, plugins
 
 # Randomized positions are drawn afresh at evaluation (as published); tests that compare two
 # forward passes position by position give it fixed positions instead.
 DETERMINISTIC = {"randomized": {"eval_positions": "arange"}}
-BUILT_IN_ENCODINGS = ["nope", "sinusoidal", "learned", "relative", "rope", "flow", "alibi", "t5", "randomized", "xpos", "fire", "kerple", "cope", "dape", "fox"]
+# pebench's own encodings, those its distribution registers: a plugin package installed beside it
+# is held to the conformance kit by its own tests.
+BUILT_IN_ENCODINGS = [name for name in plugins(ENCODINGS) if origin(ENCODINGS, name)["distribution"] == OWN_DISTRIBUTION]
+# Abacus and position coupling embed the task's structural positions (needs_structure): the tests
+# whose models read random tokens, which have none, run the other built-ins.
+BUILT_IN_ENCODINGS_WITHOUT_STRUCTURE = [name for name in BUILT_IN_ENCODINGS if not plugins(ENCODINGS)[name].needs_structure]
 
 
 def build(encoding: str, architecture: str = "decoder", max_length: int = 64, vocab: int = 20, **params) -> Transformer:

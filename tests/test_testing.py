@@ -8,9 +8,9 @@ import pebench.testing
 from pebench import PositionalEncoding
 from pebench.config.cards import encoding_cards
 from pebench.core.registry import ENCODINGS, plugins
+from tests.helpers import BUILT_IN_ENCODINGS
 
-BUILT_IN = [(name, check) for name, cls in sorted(plugins(ENCODINGS).items()) if cls.__module__.startswith("pebench.")
-            for check in pebench.testing.checks(cls)]
+BUILT_IN = [(name, check) for name in BUILT_IN_ENCODINGS for check in pebench.testing.checks(plugins(ENCODINGS)[name])]
 # the randomized cards draw positions at evaluation: padding_invariance and batch_independence
 # hold them to one draw per example, at each card's own base
 RANDOMIZED_CARDS = [(name, check) for name, card in sorted(encoding_cards().items()) if card["plugin"] == "randomized"

@@ -17,7 +17,7 @@ from pebench.analysis.checks import (compare, cope_beats_relative_past_the_conte
                                     randomized_beats_base, relative_beats_absolute_on_long_sentences)
 from pebench.analysis.claims import settled
 from pebench.analysis.verdicts import claim_verdict, judge_pairs
-from tests.analysis.hand_records import kazemnejad_records, record, typed
+from tests.hand_records import kazemnejad_records, record, typed
 
 
 def verdict(measured):

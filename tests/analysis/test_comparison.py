@@ -4,8 +4,8 @@ pool two versions of a plugin: hand-made records whose differences are worked ou
 import json
 
 import pytest
-from tests.cli.test_cli import pebench_here
-from tests.analysis.hand_records import record, typed
+from tests.hand_records import record, typed
+from tests.pebench_command import pebench_here
 
 from pebench.analysis.comparison import paired_differences, pool
 from pebench.analysis.frames import frames

@@ -23,7 +23,7 @@ from pebench.analysis.report import write_reports
 from pebench.analysis.statistics import interval
 from pebench.analysis.frames import frames
 from pebench.analysis.tables import display
-from tests.analysis.hand_records import record, typed
+from tests.hand_records import record, typed
 
 
 def test_interval_is_the_students_t_half_width():
@@ -299,7 +299,7 @@ def test_blocks_of_as_many_encodings_on_the_same_tasks_come_in_one_order_whateve
     # order must not (the committed leaderboards are compared byte for byte).
     script = """
 import json
-from tests.analysis.hand_records import record, typed
+from tests.hand_records import record, typed
 from pebench.analysis import leaderboards
 from pebench.analysis.frames import frames
 records = [record("t", e, s, 0.5) for e, seeds in (("A", (0, 1)), ("B", (0, 1)), ("C", (0, 2)), ("D", (0, 2))) for s in seeds]

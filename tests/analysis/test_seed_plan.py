@@ -3,7 +3,7 @@
 
 from pebench.analysis.frames import frames
 from pebench.analysis.seed_plan import render_plan, seed_plan
-from tests.analysis.hand_records import record, typed
+from tests.hand_records import record, typed
 
 
 def test_the_seed_plan_takes_each_tasks_largest_need_up_to_ten():

@@ -4,7 +4,7 @@ verdict, every pair's row and the count of settled claims."""
 import re
 
 from pebench.analysis.validity import validity_section
-from tests.analysis.hand_records import kazemnejad_records
+from tests.hand_records import kazemnejad_records
 
 
 def test_the_section_shows_every_pair_and_counts_the_settled_claims():

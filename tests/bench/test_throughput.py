@@ -11,7 +11,7 @@ import torch
 from pebench.bench import throughput as bench
 from pebench.bench.throughput import Settings, Shape, contenders, output_folder, peak_memory_mb, run_benchmark, summary, with_ratios
 from pebench.cli import _parser, main
-from tests.cli.test_cli import pebench
+from tests.pebench_command import pebench
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.plugin_packages import plugin_package
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pebench-plugin-example"
 
@@ -64,40 +66,13 @@ def test_broken_plugin_warns_by_name_and_the_rest_keep_working(installed_plugin,
     assert out.returncode == 2 and "unknown encoding 'broken'" in out.stderr
 
 
-def plugin_package(folder: Path, name: str, class_name: str, failure: str) -> Path:
-    """A real plugin package in ``folder``: the encoding ``name`` whose ``bias`` hook runs
-    ``failure`` (a line of Python) from its 11th call on, in the middle of training."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}_plugin.py").write_text(
-        "import os, signal\n"
-        "from pebench import PositionalEncoding\n"
-        f"class {class_name}(PositionalEncoding):\n"
-        "    calls = 0\n"
-        "    def bias(self, q_pos, k_pos, site):\n"
-        f"        {class_name}.calls += 1\n"
-        f"        if {class_name}.calls > 10:\n"
-        f"            {failure}\n"
-        "        return None\n"
-    )
-    info = folder / f"{name}_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[pebench.encodings]\n{name} = {name}_plugin:{class_name}\n")
-    return folder
-
-
-def exploding_plugin(folder: Path) -> Path:
-    """A real plugin that fails in the middle of training."""
-    return plugin_package(folder, "exploding", "Exploding", "raise RuntimeError('exploded at call 11')")
-
-
-def test_a_run_that_fails_is_recorded_as_failed_and_leaves_other_records_alone(tmp_path):
+def test_a_run_that_fails_is_recorded_as_failed_and_leaves_other_records_alone(tmp_path, exploding_plugin):
     results = tmp_path / "results"
     tiny = ["--results", str(results), "--quiet", "--set", "training.steps=12", "--set", "split.eval_examples=5"]
     assert pebench("run", "--encoding", "nope", "--task", "copy", *tiny, pythonpath=[]).returncode == 0
     [good] = (results / "runs" / "copy" / "nope").glob("*.json")
     before = good.read_text()
-    out = pebench("run", "--encoding", "exploding", "--task", "copy", *tiny, pythonpath=[exploding_plugin(tmp_path / "site")])
+    out = pebench("run", "--encoding", "exploding", "--task", "copy", *tiny, pythonpath=[exploding_plugin])
     assert out.returncode == 1 and "exploded at call 11" in out.stderr
     [failed] = (results / "runs" / "copy" / "exploding").glob("*.json")
     record = json.loads(failed.read_text())

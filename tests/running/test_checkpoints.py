@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.cli.test_cli import TINY, pebench, pebench_here
+from tests.pebench_command import TINY, pebench, pebench_here
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from tests.helpers import relative_error
-from tests.cli.test_cli import TINY
+from tests.pebench_command import TINY
 
 PROBE = Path(__file__).with_name("ddp_probe.py")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pebench.records.store import is_complete
 from pebench.records.types import RunRecord
-from tests.core.test_registry import plugin_package
-from tests.running.test_sweep import records
+from tests.pebench_command import records
+from tests.plugin_packages import plugin_package
 
 TINY = ["--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "training.warmup_steps=2", "--set", "split.validation_examples=5",
         "--set", "training.eval_every=6", "--quiet"]

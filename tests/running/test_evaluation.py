@@ -11,7 +11,7 @@ from pebench.running.evaluation import scorer_for
 from pebench.config.protocol import resolve
 from pebench.core.registry import ENCODINGS, plugins
 from pebench.running.train import set_up, train
-from tests.helpers import DETERMINISTIC, build, relative_error
+from tests.helpers import BUILT_IN_ENCODINGS, DETERMINISTIC, build, relative_error
 
 BATCH_SIZES = (1, 4, 16, 250)
 
@@ -66,7 +66,7 @@ def test_each_example_draws_positions_at_its_own_length_whatever_its_batch():
     assert not torch.equal(batched[1, :4], alone[0])  # another example draws its own
 
 
-PER_EXAMPLE = [name for name, cls in sorted(plugins(ENCODINGS).items()) if cls.__module__.startswith("pebench.") and cls.per_example_positions]
+PER_EXAMPLE = [name for name in BUILT_IN_ENCODINGS if plugins(ENCODINGS)[name].per_example_positions]
 
 
 @pytest.mark.parametrize("name", PER_EXAMPLE)

@@ -19,7 +19,7 @@ from pebench.running.evaluation import TextScorer
 from pebench.model.transformer import ModelConfig, Transformer
 from pebench.records.store import load_records
 from pebench.core.registry import build_encoding
-from tests.cli.test_cli import TINY, pebench, pebench_here
+from tests.pebench_command import TINY, pebench, pebench_here
 
 
 def record_of(results):

@@ -11,8 +11,7 @@ from pebench.running.execution import plan
 from pebench.records.types import RunRecord
 from pebench.records.store import SCHEMA_VERSION, is_complete
 from pebench.running.sweep import seeds, state_of
-from tests.cli.test_cli import pebench_here
-from tests.core.test_registry import exploding_plugin
+from tests.pebench_command import pebench_here, records
 
 TINY = ["--set", "training.steps=12", "--set", "split.eval_examples=5", "--set", "training.warmup_steps=2", "--set", "split.validation_examples=5", "--quiet"]
 
@@ -25,12 +24,8 @@ def sweep(*args, pythonpath=(), **popen):
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 
-def records(results):
-    return {path: path.read_text() for path in sorted((results / "runs").rglob("*.json"))}
-
-
-def test_a_failed_run_is_recorded_the_sweep_goes_on_and_a_second_sweep_skips_the_grid(tmp_path):
-    results, site = tmp_path / "results", exploding_plugin(tmp_path / "site")
+def test_a_failed_run_is_recorded_the_sweep_goes_on_and_a_second_sweep_skips_the_grid(tmp_path, exploding_plugin):
+    results, site = tmp_path / "results", exploding_plugin
     grid = ["--tasks", "copy", "--encodings", "nope,exploding,sinusoidal", "--seeds", "0", "--results", str(results), *TINY]
     out = sweep(*grid, pythonpath=[site])
     assert out.returncode == 1, out.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from pebench.tasks.arithmetic import LongAddition, digits, significance
 from pebench.tasks.base import LengthBucket
-from tests.cli.test_cli import TINY, pebench, pebench_here
+from tests.pebench_command import TINY, pebench, pebench_here
 
 PLUS = 10
 

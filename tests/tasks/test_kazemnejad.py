@@ -14,7 +14,7 @@ from pebench.tasks.kazemnejad import (
     BINARY, PCFG_BINARY, PCFG_FUNCTION_COUNTS, PCFG_STRING_LENGTHS, PCFG_SYMBOLS, UNARY, KAddition, KCopy, KLego, KParity, KPCFG, KPolynomial, KReverse,
     KSort, KSummation, count_functions, interpret, number_words,
 )
-from tests.cli.test_cli import TINY, pebench
+from tests.pebench_command import TINY, pebench
 
 PCFGSET = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "pcfgset"
 

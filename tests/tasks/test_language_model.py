@@ -14,7 +14,7 @@ import torch
 from pebench.config.cards import task_card
 from pebench.running.perplexity import score_length, token_losses, windows
 from pebench.config.protocol import resolve
-from tests.cli.test_cli import pebench
+from tests.pebench_command import pebench
 
 DATA = Path(os.environ.get("PEBENCH_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 needs_data = pytest.mark.skipif(not (DATA / "tinyshakespeare").is_dir(), reason=f"no shared data at {DATA}")

@@ -1,6 +1,6 @@
-"""Hand-made run records for the analysis tests, whose answers are worked out by hand: one
-protocol 2 record per (task, encoding, seed), and the frames of Kazemnejad et al.'s five
-encodings."""
+"""Run records made by hand, with the scores a test needs (:func:`record`), as the report reads
+them (:func:`typed`), and the frames of Kazemnejad et al.'s five encodings
+(:func:`kazemnejad_records`)."""
 
 from pebench.analysis.frames import frames
 from pebench.records.types import RunRecord
