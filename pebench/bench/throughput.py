@@ -19,10 +19,9 @@ kernel may reclaim other pages during the call (both were seen here, reading 0 M
 
 glibc's mmap threshold is held at 1 MiB while memory is measured, so that every large tensor is
 a mapping of its own, returned to the system when freed, and at 32 MiB (glibc's own upper bound,
-where its dynamic threshold settles in a long run of one model) in the timed rounds. Left to
-glibc's dynamic threshold, blocks freed by the measurements of all shapes stay in the heap the
-timed rounds use; two whole runs so read T5 1.88 and 1.96 and learned 1.01 and 1.07 at dec 256,
-two with these thresholds 1.58 and 1.77, and 1.00 and 1.02.
+where its dynamic threshold settles in a long run of one model) in the timed rounds: left to
+glibc's dynamic threshold, blocks freed by the measurements of all shapes would stay in the heap
+the timed rounds use, and skew their ratios (docs/throughput.md).
 
 Contenders: every encoding card, FLOATER solved through torchdiffeq (``flow+torchdiffeq``, the
 same RK4 steps as the card's host-timed loop) and with the adjoint method (``flow+adjoint``), and, when
