@@ -19,10 +19,9 @@ kernel may reclaim other pages during the call (both were seen here, reading 0 M
 
 glibc's mmap threshold is held at 1 MiB while memory is measured, so that every large tensor is
 a mapping of its own, returned to the system when freed, and at 32 MiB (glibc's own upper bound,
-where its dynamic threshold settles in a long run of one model) in the timed rounds. Left to
-glibc's dynamic threshold, blocks freed by the measurements of all shapes stay in the heap the
-timed rounds use; two whole runs so read T5 1.88 and 1.96 and learned 1.01 and 1.07 at dec 256,
-two with these thresholds 1.58 and 1.77, and 1.00 and 1.02.
+where its dynamic threshold settles in a long run of one model) in the timed rounds: left to
+glibc's dynamic threshold, blocks freed by the measurements of all shapes would stay in the heap
+the timed rounds use, and skew their ratios (docs/throughput.md).
 
 Contenders: every encoding card, FLOATER solved through torchdiffeq (``flow+torchdiffeq``, the
 same RK4 steps as the card's host-timed loop) and with the adjoint method (``flow+adjoint``), and, when
@@ -30,13 +29,12 @@ x-transformers is installed (``pip install x-transformers``), a peer: the same-s
 built by x-transformers with its sinusoidal, rotary, ALiBi and T5-bias options.
 Tokens are input tokens: batch x length (decoder-only), batch x 2 x length (encoder-decoder,
 source and target of the same length). On CUDA both passes run under bf16 autocast.
-``pebench bench`` saves the table of the shapes timed so far in ``partial/`` beside its tables after
-each shape; a whole run replaces its tables and removes ``partial/``.
+:func:`run_benchmark` hands over the table after each shape, so that a caller can save it
+(``pebench bench``: :mod:`pebench.cli.bench`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import json
@@ -60,9 +58,8 @@ from pebench.config.cards import encoding_card, encoding_cards, task_card
 from pebench.core.registry import build_encoding
 from pebench.model.transformer import ModelConfig, Transformer
 from pebench.records import paths as layout
-from pebench.records.paths import USER_RESULTS
 from pebench.records.store import write_atomically
-from pebench.running.devices import autocast, resolve_device, sync_device
+from pebench.running.devices import autocast, sync_device
 
 if TYPE_CHECKING:  # pandas is imported where a table is made: every pebench command imports this module, few need it
     import pandas as pd
@@ -547,61 +544,3 @@ def load(results: Path) -> pd.DataFrame | None:
 
     path = layout.throughput_dir(results) / "throughput.csv"
     return pd.read_csv(path) if path.is_file() else None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true", help="two small shapes, two rounds (a smoke test, not figures)")
-    parser.add_argument("--encodings", help="comma-separated encodings (default: every card, plus flow+torchdiffeq and flow+adjoint)")
-    parser.add_argument("--shapes", help="comma-separated ARCHITECTURE:LENGTH, e.g. decoder:256,encoder_decoder:64 (default: all five)")
-    parser.add_argument("--rounds", type=int, help="timed rounds after the warm-up round (default 10; 2 with --quick)")
-    parser.add_argument("--tokens", type=int, help="tokens per batch (default 8192; 512 with --quick)")
-    parser.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda, cuda:N")
-    parser.add_argument("--threads", type=int, help="CPU threads of torch's operations (default: torch's own, the cores)")
-    parser.add_argument("--no-peer", action="store_true", help="leave out x-transformers")
-    parser.add_argument(
-        "--results",
-        type=Path,
-        default=USER_RESULTS,
-        help=f"results folder: the tables go to <results>/throughput, which pebench report reads, or to "
-        f"<results>/throughput/quick with --quick, so that a smoke test never replaces the figures (default: ./{USER_RESULTS})",
-    )
-    parser.add_argument("--out", type=Path, help="the exact folder of the tables instead (e.g. results/throughput-gpu)")
-
-
-def output_folder(args: argparse.Namespace) -> Path:
-    """``--out``, else ``<results>/throughput`` (``<results>/throughput/quick`` with ``--quick``)."""
-    return args.out or layout.throughput_dir(args.results) / ("quick" if args.quick else "")
-
-
-def parse_shapes(text: str) -> tuple[Shape, ...]:
-    """Shapes from ``"decoder:256,encoder_decoder:64"``.
-
-    Raises:
-        ValueError: for an unknown architecture or a length that is not a positive integer.
-    """
-    shapes = []
-    for item in text.split(","):
-        architecture, _, length = item.strip().partition(":")
-        if architecture not in VOCAB_SIZE or not length.isdigit() or int(length) < 1:
-            raise ValueError(f"--shapes expects ARCHITECTURE:LENGTH with ARCHITECTURE one of {', '.join(VOCAB_SIZE)}; got {item!r}")
-        shapes.append(Shape(architecture, int(length)))
-    return tuple(shapes)
-
-
-def settings_from(args: argparse.Namespace) -> Settings:
-    """Settings from the parsed ``pebench bench`` arguments.
-
-    Raises:
-        ValueError: for fewer than 1 round or tokens.
-    """
-    settings = Settings(
-        shapes=parse_shapes(args.shapes) if args.shapes else QUICK if args.quick else FULL,
-        rounds=args.rounds if args.rounds is not None else 2 if args.quick else Settings.rounds,
-        tokens_per_batch=args.tokens if args.tokens is not None else 512 if args.quick else Settings.tokens_per_batch,
-        device=resolve_device(args.device),
-        encodings=tuple(args.encodings.split(",")) if args.encodings else None,
-        peer=not args.no_peer,
-    )
-    if settings.rounds < 1 or settings.tokens_per_batch < 1:
-        raise ValueError(f"--rounds and --tokens must be at least 1; got {settings.rounds} and {settings.tokens_per_batch}")
-    return settings

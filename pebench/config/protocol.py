@@ -14,10 +14,12 @@ Protocol versions: 1 trained every run for a fixed number of steps and scored te
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 import typing
 from dataclasses import Field, dataclass, field, fields
+from pathlib import Path
 
 from pebench.config.cards import parse_value
 from pebench.config.kinds import TaskKind, kind_of
@@ -275,8 +277,9 @@ def _check_range(key: str, value, spec: Field) -> None:
         raise ValueError(f"{key} must be {kind} {' and '.join(limits)}; got {value!r}")
 
 
-def resolve(card: dict) -> Protocol:
-    """Validate a task card and build its task.
+def resolve(card: dict, data_dir: Path | None = None) -> Protocol:
+    """Validate a task card and build its task, giving ``data_dir`` (the local data folder; None:
+    ``$PEBENCH_DATA``, else the hub) to a family that reads one (:class:`pebench.tasks.base.TaskFamily`).
 
     Raises:
         ValueError: for an impossible length split (saying why), unknown metrics or keys.
@@ -312,7 +315,9 @@ def resolve(card: dict) -> Protocol:
     decoding = _section(card, "decoding", DecodingConfig)
     if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
         raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is {model.architecture!r}: use "greedy"')
-    task = plugin(TASKS, card["family"])(**card.get("params", {}))
+    family = plugin(TASKS, card["family"])
+    reads_data = "data_dir" in inspect.signature(family).parameters
+    task = family(**card.get("params", {}), **({"data_dir": data_dir} if reads_data else {}))
     kind = kind_of(card["family"], task, list(metrics["names"]), model.architecture)
     return Protocol(
         name=card["name"],

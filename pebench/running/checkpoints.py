@@ -94,9 +94,10 @@ def plan_evaluation(path: Path, overrides: list[str], results: Path) -> tuple[Ru
     return source, task, settings, record_path(results, task["name"], source.encoding["name"], source.seed, settings)
 
 
-def rescore(path: Path, overrides: list[str], results: Path, device: torch.device) -> tuple[RunRecord, Path]:
+def rescore(path: Path, overrides: list[str], results: Path, device: torch.device, data_dir: Path | None = None) -> tuple[RunRecord, Path]:
     """Score the saved model of the run recorded at ``path`` with ``overrides`` applied (see the
-    module docstring); write and return the new record and its path.
+    module docstring), a real-data task reading ``data_dir`` (the local data folder; None:
+    ``$PEBENCH_DATA``, else the hub); write and return the new record and its path.
 
     Raises:
         ValueError: from :func:`plan_evaluation`, or for a task card the protocol refuses.
@@ -105,7 +106,7 @@ def rescore(path: Path, overrides: list[str], results: Path, device: torch.devic
     if target.resolve() == Path(path).resolve():
         raise ValueError(f"these settings are the source run's own: its record {path} already holds their scores")
     tick = time.perf_counter()
-    protocol = resolve(task)
+    protocol = resolve(task, data_dir)
     lengths = source.sequence_lengths
     model = build_model(protocol, source.encoding, lengths["max"], lengths["train"])
     model.load_state_dict(torch.load(layout.results_of(path) / source.checkpoint, map_location="cpu", weights_only=True))

@@ -34,7 +34,7 @@ from pebench.records.types import RunRecord
 from pebench.running import execution
 from pebench.running.devices import resolve_device
 from pebench.running.execution import Planned
-from pebench.tasks.data import DATA_ENV
+from pebench.tasks.data import data_root
 
 ENGINES = ("local", "ray", "slurm")
 
@@ -93,19 +93,18 @@ def run_remote_cell(
     overrides: list[str],
     results: str,
     device: str,
-    data_dir: str | None,
+    data_dir: Path | None,
     threads: int,
     write: bool,
     save_checkpoint: bool = False,
 ) -> RunRecord:
     """One cell on an engine's worker: planned again from its names (the cards as this machine
-    has them), measured with ``threads`` torch threads, its record returned (and written when
-    ``write``, on an engine with a shared results folder)."""
-    if data_dir:
-        os.environ[DATA_ENV] = data_dir
+    has them) and the driver's local data folder (``data_dir``; None: the worker's
+    ``$PEBENCH_DATA``, else the hub), measured with ``threads`` torch threads, its record returned
+    (and written when ``write``, on an engine with a shared results folder)."""
     torch.set_num_threads(threads)
     torch.set_flush_denormal(True)
-    planned = execution.plan(task, encoding, seed, overrides, Path(results))
+    planned = execution.plan(task, encoding, seed, overrides, Path(results), data_dir=data_dir)
     record = execution.measure(planned, resolve_device(device), False, save_checkpoint)
     if write:
         write_record(planned.path, record)
@@ -120,7 +119,7 @@ def _arguments(planned: Planned, options: EngineOptions) -> tuple:
         planned.overrides,
         str(layout.results_of(planned.path)),
         options.device,
-        os.environ.get(DATA_ENV),
+        data_root(planned.data_dir),
         options.cpus_per_run,
     )
 

@@ -37,9 +37,9 @@ BAD_INPUT = (UnknownNameError, PluginConflictError, ValueError, TypeError, Runti
 @dataclass
 class Planned:
     """A checked run: its resolved cards (the encoding's parameters completed by the plugin's
-    defaults), seed, overrides as given and the settings they changed, protocol, record path and
+    defaults), seed, overrides as given and the settings they changed, protocol, record path,
     the wall seconds resolving the task took (a real-data task loads and tokenizes its corpus
-    there)."""
+    there) and the local data folder it was given (None: ``$PEBENCH_DATA``, else the hub)."""
 
     task: dict
     encoding: dict
@@ -49,6 +49,7 @@ class Planned:
     protocol: Protocol
     path: Path
     resolve_seconds: float = 0.0
+    data_dir: Path | None = None
 
     @property
     def label(self) -> str:
@@ -77,9 +78,13 @@ class Planned:
         return new_record(self.task, self.encoding, self.seed, self.overrides, self.settings, self.encoding_code(), origin(TASKS, self.task["family"]))
 
 
-def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path, resolved: dict | None = None) -> Planned:
-    """Resolve the cards with ``overrides`` applied. ``resolved`` (a dict the caller keeps) shares
-    each resolved task between the cells of a sweep, so a corpus is loaded once, not per cell.
+def plan(
+    task_name: str, encoding_name: str, seed: int, overrides: list[str], results: Path, resolved: dict | None = None, data_dir: Path | None = None
+) -> Planned:
+    """Resolve the cards with ``overrides`` applied, a real-data task reading ``data_dir`` (the
+    local data folder; None: ``$PEBENCH_DATA``, else the hub). ``resolved`` (a dict the caller
+    keeps) shares each resolved task between the cells of a sweep, so a corpus is loaded once,
+    not per cell.
 
     Raises:
         UnknownNameError: an unknown task or encoding (the message lists the known ones).
@@ -98,10 +103,10 @@ def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], re
     key = json.dumps(json_safe(task), sort_keys=True)
     if key not in resolved:
         tick = time.perf_counter()
-        resolved[key] = (resolve(task), time.perf_counter() - tick)
+        resolved[key] = (resolve(task, data_dir), time.perf_counter() - tick)
     protocol, seconds = resolved[key]
     path = record_path(results, task["name"], encoding["name"], seed, settings)
-    return Planned(task, encoding, seed, list(overrides), settings, protocol, path, seconds)
+    return Planned(task, encoding, seed, list(overrides), settings, protocol, path, seconds, data_dir)
 
 
 def prepare(planned: Planned) -> tuple[RunSetup, float]:

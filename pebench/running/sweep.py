@@ -89,8 +89,9 @@ def state_of(planned: Planned) -> str:
     return "failed" if record.status == "failed" else "missing"
 
 
-def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], overrides: list[str], results: Path) -> list[Cell]:
-    """Every cell, seed-major, checked before anything runs.
+def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], overrides: list[str], results: Path, data_dir: Path | None = None) -> list[Cell]:
+    """Every cell, seed-major, checked before anything runs; real-data tasks read ``data_dir``
+    (:func:`pebench.running.execution.plan`).
 
     Raises:
         the errors of :func:`pebench.running.execution.plan` for the first bad cell.
@@ -99,7 +100,7 @@ def plan_grid(tasks: list[str], encodings: list[str], seed_list: list[int], over
     for seed in seed_list:
         for task in tasks:
             for encoding in encodings:
-                planned = execution.plan(task, encoding, seed, overrides, results, resolved)
+                planned = execution.plan(task, encoding, seed, overrides, results, resolved, data_dir)
                 cells.append(Cell(planned, state_of(planned)))
     return cells
 

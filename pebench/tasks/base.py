@@ -86,7 +86,10 @@ class TaskFamily(ABC):
     follows from its kind and its card's metrics (:mod:`pebench.config.kinds`).
 
     Subclasses set ``description`` and ``reference``, take their card's ``[params]`` as keyword
-    arguments, and fill :attr:`symbols`.
+    arguments, and fill :attr:`symbols`. A family that reads a local data folder also takes the
+    keyword argument ``data_dir`` (a ``Path``, or None: ``$PEBENCH_DATA``, else the hub; read
+    through :func:`pebench.tasks.data.data_root`): the run's ``--data-dir``, which
+    :func:`pebench.config.protocol.resolve` passes to the families whose constructor has it.
     """
 
     description: ClassVar[str] = ""

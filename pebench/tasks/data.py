@@ -105,9 +105,10 @@ def from_hub(what: str, layout: str | None, load: Callable[[], Loaded]) -> Loade
         ) from error
 
 
-def data_root() -> Path | None:
-    """The local data folder from ``$PEBENCH_DATA`` (the CLI's ``--data-dir`` sets it), or None."""
-    root = os.environ.get(DATA_ENV)
+def data_root(data_dir: Path | None = None) -> Path | None:
+    """The local data folder: ``data_dir`` (the command's ``--data-dir``) when given, else
+    ``$PEBENCH_DATA`` when set, else None (the hub). The one place that reads ``$PEBENCH_DATA``."""
+    root = data_dir if data_dir is not None else os.environ.get(DATA_ENV)
     return Path(root).expanduser() if root else None
 
 
@@ -169,13 +170,16 @@ def wmt14_hub(source: str, target: str, max_train_pairs: int) -> TranslationCorp
     return TranslationCorpus(origin="hub:wmt14/de-en", train={"wmt14": pairs(train)}, dev=pairs(dev), test=pairs(test))
 
 
-def load_wmt14(source: str = "en", target: str = "de", tatoeba: bool = True, max_train_pairs: int = 1_000_000) -> TranslationCorpus:
-    """WMT14 from ``$PEBENCH_DATA`` when set, else from the hub.
+def load_wmt14(
+    source: str = "en", target: str = "de", tatoeba: bool = True, max_train_pairs: int = 1_000_000, data_dir: Path | None = None
+) -> TranslationCorpus:
+    """WMT14 from the local data folder (:func:`data_root` of ``data_dir``) when there is one,
+    else from the hub.
 
     Raises:
         DataNotFoundError: when neither works, saying where pebench looked and what to do.
     """
-    root = data_root()
+    root = data_root(data_dir)
     if root is not None:
         return wmt14_local(root, source, target, tatoeba)
     return from_hub("WMT14 En-De", f"{NEWS}/newstestYYYY.{{{source},{target}}} and {TATOEBA}/deu.txt.gz", lambda: wmt14_hub(source, target, max_train_pairs))

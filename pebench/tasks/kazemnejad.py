@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from pebench.tasks.arithmetic import TwoOperands
 from pebench.tasks.base import Example, LengthBucket, Task, held_examples
@@ -336,6 +337,7 @@ class KPCFG(Task):
         generated_longest: a generated training pair is kept only if its output is no longer than
             PCFG SET's longest at its number of functions (True), so that training sequences stay
             within the lengths the evaluation sets reach.
+        data_dir: the local data folder (None: ``$PEBENCH_DATA``).
     Raises:
         DataNotFoundError: without the local files.
     """
@@ -343,8 +345,8 @@ class KPCFG(Task):
     description = "PCFG SET's productivity split: string-edit function compositions, 1-8 functions in training, 9-35 in test"
     reference = "Kazemnejad et al. 2023, arXiv:2305.19466; Hupkes et al. 2020, JAIR 67"
 
-    def __init__(self, generated_longest: bool = True):
-        root = data_root()
+    def __init__(self, generated_longest: bool = True, data_dir: Path | None = None):
+        root = data_root(data_dir)
         folder = root / "pcfgset" if root is not None else None
         names = ("pcfgset/dev", "pcfgset/test", "productivity/test")
         if folder is None or not all((folder / f"{name}.{side}").is_file() for name in names for side in ("src", "tgt")):

@@ -18,6 +18,8 @@ the first L and predicts each next one; ``target`` is empty.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pebench.tasks.base import TokenStream
 from pebench.tasks.data import DataNotFoundError, data_root, from_hub
 from pebench.tasks.tokenization import joint_bpe
@@ -47,14 +49,22 @@ class LanguageModel(TokenStream):
 
 
 class TinyShakespeare(LanguageModel):
-    """Characters of tiny-shakespeare, split 90/10 (the last 5% of the 90% held out for validation)."""
+    """Characters of tiny-shakespeare, split 90/10 (the last 5% of the 90% held out for validation).
+
+    Args:
+        eval_tokens, stride: see :class:`LanguageModel`.
+        data_dir: the local data folder (None: ``$PEBENCH_DATA``).
+    Raises:
+        DataNotFoundError: without a data folder or the text in it.
+    """
 
     description = "Character-level language modelling on tiny-shakespeare"
     reference = "Karpathy 2015 (char-rnn); Press et al. 2022, arXiv:2108.12409"
 
-    def __init__(self, eval_tokens: int = 32768, stride: int = 64):
+    def __init__(self, eval_tokens: int = 32768, stride: int = 64, data_dir: Path | None = None):
         super().__init__(eval_tokens, stride)
-        text = _local_text(SHAKESPEARE)
+        root = data_root(data_dir)
+        text = _local_text(root, SHAKESPEARE)
         self.symbols = sorted(set(text))
         index = {character: i for i, character in enumerate(self.symbols)}
         ids = [index[character] for character in text]
@@ -62,19 +72,19 @@ class TinyShakespeare(LanguageModel):
         held_out = cut - int(0.05 * cut)
         self.split(ids[:held_out], ids[held_out:cut], ids[cut:])
         self.data = {
-            "origin": f"local:{data_root().resolve()}/{SHAKESPEARE}",
+            "origin": f"local:{root.resolve()}/{SHAKESPEARE}",
             "characters": len(ids),
             "tokens": {"train": held_out, "validation": cut - held_out, "evaluation": len(self.evaluation_ids)},
         }
 
 
-def _local_text(relative: str) -> str:
-    """The text of ``<data folder>/relative``.
+def _local_text(root: Path | None, relative: str) -> str:
+    """The text of ``root / relative``.
 
     Raises:
-        DataNotFoundError: without a data folder or the file, saying how to point pebench at one.
+        DataNotFoundError: without a data folder (``root`` None) or the file, saying how to point
+            pebench at one.
     """
-    root = data_root()
     if root is None or not (root / relative).is_file():
         where = f"{root / relative} is missing" if root is not None else "no data folder is set (--data-dir or $PEBENCH_DATA)"
         raise DataNotFoundError(

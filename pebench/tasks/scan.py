@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 from pebench.tasks.base import Example, LengthBucket, Task, held_examples
 from pebench.tasks.data import DataNotFoundError, data_root, from_hub
@@ -36,13 +37,14 @@ def read_pairs(text: str) -> list[Pair]:
     return pairs
 
 
-def load_scan() -> tuple[list[Pair], list[Pair], str]:
-    """SCAN's length split: training pairs, test pairs, where they came from.
+def load_scan(data_dir: Path | None = None) -> tuple[list[Pair], list[Pair], str]:
+    """SCAN's length split from the local data folder (:func:`pebench.tasks.data.data_root` of
+    ``data_dir``), else the hub: training pairs, test pairs, where they came from.
 
     Raises:
         DataNotFoundError: when neither the local folder nor the hub has them.
     """
-    root = data_root()
+    root = data_root(data_dir)
     if root is not None:
         files = [root / "scan" / f"tasks_{name}_length.txt" for name in ("train", "test")]
         if not all(path.is_file() for path in files):
@@ -73,6 +75,7 @@ class SCAN(Task):
         resplit_at: None for SCAN's own length split; else the longest output (actions) of the
             training pairs of a split made anew from SCAN's two files pooled, the longer pairs
             being the test pairs (Kazemnejad et al.'s 25).
+        data_dir: the local data folder (None: ``$PEBENCH_DATA``, else the hub).
     Raises:
         DataNotFoundError: from :func:`load_scan`.
     """
@@ -80,12 +83,12 @@ class SCAN(Task):
     description = "SCAN length split: commands to action sequences, trained on <= 22 actions, tested on 24-48"
     reference = "Lake and Baroni 2018, arXiv:1711.00350; Kazemnejad et al. 2023, arXiv:2305.19466"
 
-    def __init__(self, held_out: float = 0.1, split_seed: int = 0, resplit_at: int | None = None):
+    def __init__(self, held_out: float = 0.1, split_seed: int = 0, resplit_at: int | None = None, data_dir: Path | None = None):
         if not 0 < held_out < 1:
             raise ValueError(f"held_out must lie in (0, 1); got {held_out}")
         if resplit_at is not None and resplit_at < 1:
             raise ValueError(f"resplit_at is the longest output (actions) of the training pairs, at least 1; got {resplit_at}")
-        train, test, origin = load_scan()
+        train, test, origin = load_scan(data_dir)
         if resplit_at is not None:
             pooled = train + test
             train = [pair for pair in pooled if len(pair[1].split()) <= resplit_at]

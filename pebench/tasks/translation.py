@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 from pebench.tasks.base import Example, LengthBucket, Task, held_examples
 from pebench.tasks.data import load_wmt14
@@ -32,6 +33,7 @@ class WMT14(Task):
             (offline data only).
         eval_set: ``"test"`` (newstest2014) or ``"dev"`` (newstest2013).
         max_train_pairs: training pairs taken from the hub's corpora.
+        data_dir: the local data folder (None: ``$PEBENCH_DATA``, else the hub).
     Raises:
         DataNotFoundError: when neither a local folder nor the hub provides the data.
     """
@@ -48,10 +50,11 @@ class WMT14(Task):
         news_fraction: float = 0.5,
         eval_set: str = "test",
         max_train_pairs: int = 1_000_000,
+        data_dir: Path | None = None,
     ):
         if eval_set not in ("test", "dev"):
             raise ValueError(f"eval_set must be 'test' (newstest2014) or 'dev' (newstest2013); got {eval_set!r}")
-        corpus = load_wmt14(source_lang, target_lang, tatoeba, max_train_pairs)
+        corpus = load_wmt14(source_lang, target_lang, tatoeba, max_train_pairs, data_dir)
         texts = [text for pairs in corpus.train.values() for pair in pairs for text in pair]
         self.tokenizer, tokenizer_path = joint_bpe(texts, vocab_size)
         self.symbols = [token for token, _ in sorted(self.tokenizer.get_vocab().items(), key=lambda item: item[1])]

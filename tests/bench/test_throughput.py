@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from pebench.bench import throughput as bench
-from pebench.bench.throughput import Settings, Shape, contenders, output_folder, peak_memory_mb, run_benchmark, summary, with_ratios
-from pebench.cli import _parser, main
+from pebench.bench.throughput import Settings, Shape, contenders, peak_memory_mb, run_benchmark, summary, with_ratios
+from pebench.cli import build_parser, main
+from pebench.cli.bench import output_folder
 from tests.pebench_command import pebench
 
 
@@ -35,10 +36,10 @@ def test_quick_benchmark_measures_every_contender_and_saves_the_tables(tmp_path)
 
 
 def test_a_quick_benchmark_never_replaces_the_figures_the_report_reads():
-    assert output_folder(_parser().parse_args(["bench"])) == Path("pebench-results/throughput")  # where `pebench report` reads
-    assert output_folder(_parser().parse_args(["bench", "--results", "results"])) == Path("results/throughput")
-    assert output_folder(_parser().parse_args(["bench", "--quick"])) == Path("pebench-results/throughput/quick")
-    assert output_folder(_parser().parse_args(["bench", "--quick", "--out", "here"])) == Path("here")
+    assert output_folder(build_parser().parse_args(["bench"])) == Path("pebench-results/throughput")  # where `pebench report` reads
+    assert output_folder(build_parser().parse_args(["bench", "--results", "results"])) == Path("results/throughput")
+    assert output_folder(build_parser().parse_args(["bench", "--quick"])) == Path("pebench-results/throughput/quick")
+    assert output_folder(build_parser().parse_args(["bench", "--quick", "--out", "here"])) == Path("here")
 
 
 def test_ratios_are_step_times_over_nope_in_the_same_shape():

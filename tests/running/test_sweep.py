@@ -124,10 +124,10 @@ def test_a_sweep_resolves_each_task_once_and_counts_it_in_every_runs_data_second
     calls = []
     real = execution.resolve
 
-    def counting(card):
+    def counting(card, data_dir=None):
         calls.append(card["name"])
         time.sleep(0.05)  # a corpus load, in miniature
-        return real(card)
+        return real(card, data_dir)
 
     monkeypatch.setattr(execution, "resolve", counting)
     cells = sweep_module.plan_grid(["copy"], ["nope", "rope"], [0, 1], [], tmp_path)

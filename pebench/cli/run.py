@@ -1,0 +1,109 @@
+"""``pebench run``: train and evaluate one (task, encoding, seed), write its record and print its
+scores per length bucket (:func:`print_run`, which ``pebench evaluate`` prints too).
+
+One process, or each process of a ``torchrun`` job (rank 0 prints and writes the record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from pebench.cli.errors import fail
+from pebench.cli.options import add_data_dir, add_device, add_overrides, add_results, add_threads
+from pebench.core.metrics import METRICS
+from pebench.records.store import check_writable
+from pebench.records.types import ABSENT, RunRecord
+from pebench.running import execution
+from pebench.running.distributed import finish, from_environment
+
+HELP = "train and evaluate one (task, encoding, seed)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--encoding", required=True, help="encoding card or plugin name (see `pebench list`)")
+    parser.add_argument("--task", required=True, help="task card name (see `pebench list`)")
+    parser.add_argument("--seed", type=int, default=0)
+    add_device(parser)
+    add_results(parser)
+    add_overrides(parser, "override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05")
+    add_data_dir(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
+    add_threads(parser)
+    parser.add_argument("--save-checkpoint", action="store_true", help="keep the trained weights (<results>/checkpoints/...), for pebench evaluate")
+    parser.add_argument("--log", choices=execution.LOGGERS, help="also log the training curve: tensorboard (<results>/tensorboard/...)")
+
+
+def command(args: argparse.Namespace) -> int:
+    """Exit status 0 (the run is recorded ``ok``), 1 (recorded ``failed``) or 2 (bad input, nothing written)."""
+    try:
+        distributed, device = from_environment(args.device)  # a torchrun job, or this process alone
+        main = distributed is None or distributed.is_main
+        planned = execution.plan(args.task, args.encoding, args.seed, args.overrides, args.results, data_dir=args.data_dir)
+        if main:
+            where = f", {distributed.world_size} processes ({distributed.backend})" if distributed else ""
+            print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}{where}", file=sys.stderr)
+        setup, data_seconds = execution.prepare(planned)
+        if main:
+            check_writable(args.results)
+    except execution.BAD_INPUT as error:
+        return fail(error)
+    if planned.protocol.task.data and main:
+        print(f"data: {', '.join(f'{k} {v}' for k, v in planned.protocol.task.data.items())}", file=sys.stderr)
+    record = execution.execute(planned, setup, device, not args.quiet and main, data_seconds, args.save_checkpoint, distributed, args.log)
+    finish(distributed)
+    if not main:
+        return 0
+    if record.status != "ok":
+        error = record.error
+        print(f"pebench: run failed: {error['type']}: {error['message']}\nrecord: {planned.path}", file=sys.stderr)
+        return 1
+    print_run(record, planned.path)
+    return 0
+
+
+def print_run(record: RunRecord, path: Path) -> None:
+    """The record's table (a row per bucket, then the ID and OOD scores, and the whole set's for
+    text metrics), its training and parameter counts, and ``path``, on stdout."""
+    metrics, primary = record.task["metrics"]["names"], record.task["metrics"]["primary"]
+    digits = f".{METRICS[primary].digits}f"
+
+    def value(metric_values: dict | None, name: str) -> str:
+        found = (metric_values or {}).get(name)
+        return "—" if found is None else format(found, digits)
+
+    rows = [
+        [
+            b.bucket,
+            "ID" if b.in_distribution else "OOD",
+            b.n,
+            *[value(b.metrics, m) for m in metrics],
+            f"{b.eval_tokens_per_second:,.0f}" if b.eval_tokens_per_second else b.error or "—",
+        ]
+        for b in record.buckets
+    ]
+    scores = record.scores
+    for split in ("ID", "OOD", "all")[: 3 if scores.all is not ABSENT else 2]:  # the whole set: text metrics
+        rows.append([{"ID": "ID score", "OOD": "OOD score", "all": "whole set"}[split], "", "", *[value(scores.split(split), m) for m in metrics], ""])
+    print(tabulate(rows, headers=["bucket", "split", "n", *metrics, "eval tok/s"], disable_numparse=True))
+    if scores.unscored:
+        print(f"not scored: bucket(s) {', '.join(scores.unscored)} (see eval tok/s); the scores of their splits are left out")
+    training, parameters = record.training, record.parameters
+    validated = training.curve[-1].validation.get(primary) if training.curve else None
+    on_validation = "" if validated is None else f", {format(validated, digits)} on the ID validation set, not the evaluation set above"
+    if training.target is None:
+        stop = "no ID target"
+    elif training.steps_to_target is None:
+        stop = f"ID target {training.target:g} NOT reached{on_validation}: not ranked on OOD"
+    else:
+        stop = f"ID target {training.target:g} reached{on_validation}"
+    print(
+        f"\ntraining: {training.steps} of at most {training.step_cap} steps ({stop}) in {training.wall_seconds:.0f} s, "
+        f"{training.tokens_per_second:,.0f} tok/s, final loss {training.final_loss:.4f}, "
+        f"peak memory {training.peak_memory_mb:.0f} MB ({training.memory_kind})"
+    )
+    print(f"parameters: {parameters['total']:,} total, {parameters['encoding']:,} in the encoding")
+    print(f"record: {path}")
