@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from pebench.config.protocol import Protocol
@@ -37,7 +36,7 @@ from pebench.model.batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from pebench.model.transformer import Transformer
 from pebench.records.types import CurvePoint, TrainingSummary
 from pebench.running.devices import autocast, environment, sync_device
-from pebench.running.distributed import Distributed
+from pebench.running.distributed import ONE_PROCESS, Distributed
 from pebench.running.evaluation import evaluate, validate
 from pebench.tasks.base import Example, LengthBucket
 
@@ -128,12 +127,12 @@ def train(
     device: torch.device,
     validation: list[Example],
     progress: bool = True,
-    distributed: Distributed | None = None,
+    distributed: Distributed = ONE_PROCESS,
     log: Callable[[str, float, int], None] | None = None,
 ) -> TrainingSummary:
     """Train ``model`` on the protocol's training lengths until the ID validation target or the
-    step cap; with ``distributed``, data-parallel across a torchrun job (rank 0 validates, every
-    rank stops where it stops: :mod:`pebench.running.distributed`). Returns the record's training
+    step cap; data-parallel across a torchrun job when ``distributed`` is one (rank 0 validates,
+    every rank stops where it stops: :mod:`pebench.running.distributed`). Returns the record's training
     summary: steps run, the cap, the target, ``steps_to_target``, the curve (per validation: the
     step, the mean training loss since the one before, the validation scores), wall seconds
     (validation included, and apart), tokens/s, final loss and peak memory. ``log(tag, value,
@@ -148,22 +147,20 @@ def train(
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps, config.schedule))
     model.train()
-    trained = model if distributed is None else DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    validating = distributed is None or distributed.is_main
+    trained = distributed.wrap(model, device)
     losses, curve, timed_tokens, timed_seconds, validation_seconds = [], [], 0, 0.0, 0.0
     steps_to_target = None
     warmup = min(TIMING_WARMUP_STEPS, config.steps // 2)
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=None if progress else True, leave=False)  # None: off when stderr is not a terminal
     for step in bar:
-        examples = next(batches)
-        batch = pack(examples if distributed is None else distributed.shard(examples), protocol.pack_format).to(device)
-        targets, tokens = (None, batch.num_tokens) if distributed is None else distributed.total(batch.num_targets, batch.num_tokens, device=device)
+        batch = pack(distributed.shard(next(batches)), protocol.pack_format).to(device)
+        targets, tokens = distributed.total(batch.num_targets, batch.num_tokens, device=device)
         sync_device(device)
         tick = time.perf_counter()
-        loss = _loss(trained, batch, config.label_smoothing, targets)
+        loss = _loss(trained, batch, config.label_smoothing, targets if distributed.world_size > 1 else None)  # one process holds the whole batch: its mean
         optimizer.zero_grad(set_to_none=True)
-        (loss if distributed is None else loss * distributed.world_size).backward()  # DDP averages the ranks' gradients
+        (loss * distributed.world_size).backward()  # DDP averages the ranks' gradients
         nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
@@ -171,13 +168,13 @@ def train(
         if step >= warmup:
             timed_tokens += tokens
             timed_seconds += time.perf_counter() - tick
-        losses.append(finite(_global_loss(loss, distributed), f"the training loss at step {step + 1}"))
+        losses.append(finite(distributed.summed(loss), f"the training loss at step {step + 1}"))
         if log is not None:
             log("train/loss", losses[-1], step + 1)
         if (step + 1) % config.eval_every and step + 1 < config.steps:
             continue
         reached, failure = False, None
-        if validating:
+        if distributed.is_main:
             tick = time.perf_counter()
             try:
                 scores = validate(model, protocol, validation, device)
@@ -197,8 +194,7 @@ def train(
                 bar.set_postfix(loss=f"{curve[-1].loss:.3f}", validation=scores[protocol.primary])
                 reached = config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target
         decision = STOP if reached else FAIL if failure is not None else GO_ON
-        if distributed is not None:
-            decision = distributed.agree(decision, device)
+        decision = distributed.agree(decision, device)
         if decision == FAIL:
             raise failure if failure is not None else RuntimeError(f"rank 0's validation failed at step {step + 1} (its record says why)")
         if decision == STOP:
@@ -217,15 +213,6 @@ def train(
         curve=tuple(curve),
         **_peak_memory(device),
     )
-
-
-def _global_loss(loss: torch.Tensor, distributed: Distributed | None) -> float:
-    """The step's mean loss over the whole (global) batch."""
-    if distributed is None:
-        return loss.item()
-    summed = loss.detach().clone()
-    torch.distributed.all_reduce(summed)  # each rank's share of the global mean
-    return summed.item()
 
 
 def _peak_memory(device: torch.device) -> dict:
@@ -277,7 +264,7 @@ def run(
     seed: int,
     device: torch.device,
     progress: bool = True,
-    distributed: Distributed | None = None,
+    distributed: Distributed = ONE_PROCESS,
     log: Callable[[str, float, int], None] | None = None,
 ) -> dict:
     """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
@@ -292,10 +279,10 @@ def run(
     model = setup.model.to(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    if distributed is not None and not distributed.is_main:
+    if not distributed.is_main:
         torch.manual_seed(seed + distributed.rank)  # each rank's own dropout and random positions; rank 0 keeps the run's stream
     training = train(model, protocol, seed, device, setup.validation, progress, distributed, log)
-    if distributed is not None and not distributed.is_main:
+    if not distributed.is_main:
         return {"training": training}  # rank 0 evaluates and writes the record
     tick = time.perf_counter()
     buckets, scores = evaluate(model, protocol, setup.sets, device)
@@ -304,7 +291,7 @@ def run(
             if value is not None:
                 finite(value, f"{name} on bucket {result.bucket}")
     return {
-        "environment": {**environment(device), **(distributed.describe() if distributed is not None else {})},
+        "environment": {**environment(device), **distributed.describe()},
         "parameters": model.parameter_counts(),
         "model": asdict(protocol.model),
         "training": training,
