@@ -27,7 +27,7 @@ from pebench.records import paths as layout
 from pebench.records.store import card_identity, git_commit, json_safe, new_record, record_path, write_record
 from pebench.records.types import RunRecord
 from pebench.running import checkpoints
-from pebench.running.distributed import Distributed
+from pebench.running.distributed import ONE_PROCESS, Distributed
 from pebench.running.train import RunSetup, run, set_up
 from pebench.tasks.data import DataNotFoundError
 
@@ -128,7 +128,7 @@ def measure(
     progress: bool,
     save_checkpoint: bool = False,
     prepared: tuple[RunSetup, float] | None = None,
-    distributed: Distributed | None = None,
+    distributed: Distributed = ONE_PROCESS,
     log_to: str | None = None,
 ) -> RunRecord:
     """The run's record, ``ok`` or ``failed`` with its error (a set-up that fails too: missing
@@ -138,10 +138,10 @@ def measure(
     record = planned.new_record()
     try:
         setup, data_seconds = prepared or prepare(planned)
-        with training_log(planned, log_to if distributed is None or distributed.is_main else None) as log:
+        with training_log(planned, log_to if distributed.is_main else None) as log:
             measured = run(planned.protocol, setup, planned.seed, device, progress, distributed, log)
         measured["stages"] = {"data_seconds": round(data_seconds, 2), **measured.get("stages", {})}
-        if save_checkpoint and (distributed is None or distributed.is_main):
+        if save_checkpoint and distributed.is_main:
             measured["checkpoint"] = checkpoints.save(setup.model, planned.path)
         return record.with_measurements(**measured)
     except Exception as error:  # recorded, so a sweep can go on
@@ -155,13 +155,13 @@ def execute(
     progress: bool,
     data_seconds: float,
     save_checkpoint: bool = False,
-    distributed: Distributed | None = None,
+    distributed: Distributed = ONE_PROCESS,
     log_to: str | None = None,
 ) -> RunRecord:
     """Train and evaluate (:func:`measure`), then write the record (``ok`` or ``failed``; in a
     torchrun job, rank 0 alone); return it."""
     record = measure(planned, device, progress, save_checkpoint, (setup, data_seconds), distributed, log_to)
-    if distributed is None or distributed.is_main:
+    if distributed.is_main:
         write_record(planned.path, record)
     return record
 

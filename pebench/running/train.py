@@ -17,6 +17,7 @@ Throughput is non-padding input tokens per second: training over the steps after
 
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import random
@@ -27,17 +28,16 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from pebench.config.protocol import Protocol
+from pebench.config.protocol import Protocol, TrainingConfig
 from pebench.core.registry import build_encoding
 from pebench.encodings.base import StructureError
 from pebench.model.batching import FIRST_SYMBOL, IGNORE, Batch, pack
 from pebench.model.transformer import Transformer
 from pebench.records.types import CurvePoint, TrainingSummary
 from pebench.running.devices import autocast, environment, sync_device
-from pebench.running.distributed import Distributed
+from pebench.running.distributed import ONE_PROCESS, Distributed
 from pebench.running.evaluation import evaluate, validate
 from pebench.tasks.base import Example, LengthBucket
 
@@ -45,6 +45,7 @@ TIMING_WARMUP_STEPS = 10
 GROUPED_BATCHES = 50
 
 
+Log = Callable[[str, float, int], None]  # log(tag, value, step): a TensorBoard writer's add_scalar
 GO_ON, STOP, FAIL = 0, 1, 2  # what a validation decides, on every rank of a torchrun job
 
 
@@ -76,6 +77,29 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
     return Transformer(protocol.model, FIRST_SYMBOL + len(protocol.task.symbols), encoding)
 
 
+def training_batches(protocol: Protocol, rng: random.Random) -> Iterator[list[Example]]:
+    """Endless batches of training examples; with ``length_grouped``, batches of similar
+    lengths cut from sorted pools of ``GROUPED_BATCHES`` batches, in shuffled order."""
+    size = protocol.training.batch_size
+    examples = protocol.task.training_examples(rng, protocol.train_lengths)
+    while True:
+        if not protocol.training.length_grouped:
+            yield [next(examples) for _ in range(size)]
+            continue
+        pool = sorted((next(examples) for _ in range(GROUPED_BATCHES * size)), key=lambda e: (e.length, len(e.target)))
+        batches = [pool[i : i + size] for i in range(0, len(pool), size)]
+        rng.shuffle(batches)
+        yield from batches
+
+
+def build_optimizer(model: nn.Module, config: TrainingConfig) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (Loshchilov & Hutter 2019; betas 0.9, 0.98) at the card's peak learning rate and
+    weight decay, and its schedule (:func:`_learning_rate_factor`), stepped once per step."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps, config.schedule))
+    return optimizer, schedule
+
+
 def _learning_rate_factor(step: int, warmup: int, total: int, schedule: str = "cosine") -> float:
     """Linear warm-up to 1, then cosine decay to 0.1 at ``total`` (``schedule="cosine"``) or 1
     throughout (``"constant"``)."""
@@ -99,19 +123,25 @@ def _loss(model: nn.Module, batch: Batch, label_smoothing: float, total_targets:
     return loss if total_targets is None else loss / total_targets
 
 
-def training_batches(protocol: Protocol, rng: random.Random) -> Iterator[list[Example]]:
-    """Endless batches of training examples; with ``length_grouped``, batches of similar
-    lengths cut from sorted pools of ``GROUPED_BATCHES`` batches, in shuffled order."""
-    size = protocol.training.batch_size
-    examples = protocol.task.training_examples(rng, protocol.train_lengths)
-    while True:
-        if not protocol.training.length_grouped:
-            yield [next(examples) for _ in range(size)]
-            continue
-        pool = sorted((next(examples) for _ in range(GROUPED_BATCHES * size)), key=lambda e: (e.length, len(e.target)))
-        batches = [pool[i : i + size] for i in range(0, len(pool), size)]
-        rng.shuffle(batches)
-        yield from batches
+def training_step(
+    model: nn.Module,
+    batch: Batch,
+    total_targets: int,
+    world_size: int,
+    optimizer: torch.optim.Optimizer,
+    schedule: torch.optim.lr_scheduler.LRScheduler,
+    config: TrainingConfig,
+) -> torch.Tensor:
+    """One optimiser step on ``batch``, part of a global batch of ``total_targets`` target
+    tokens over ``world_size`` processes: forward, loss (:func:`_loss`), backward, gradient-norm
+    clipping at ``training.grad_clip``, optimizer and schedule steps. Returns the loss."""
+    loss = _loss(model, batch, config.label_smoothing, total_targets if world_size > 1 else None)  # one process holds the whole batch: its mean
+    optimizer.zero_grad(set_to_none=True)
+    (loss * world_size).backward()  # DDP averages the ranks' gradients
+    nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    schedule.step()
+    return loss
 
 
 def finite(value: float, what: str) -> float:
@@ -121,86 +151,120 @@ def finite(value: float, what: str) -> float:
     return value
 
 
+class Throughput:
+    """Training throughput: non-padding input tokens per second of the steps after the first
+    ``warmup`` (steps counted from 0), the device synchronised around each step."""
+
+    def __init__(self, warmup: int, device: torch.device):
+        self.warmup, self.device = warmup, device
+        self.tokens, self.seconds = 0, 0.0
+
+    @contextlib.contextmanager
+    def step(self, step: int, tokens: int):
+        """Time the body as step ``step``, of ``tokens`` tokens (the global batch's)."""
+        sync_device(self.device)
+        tick = time.perf_counter()
+        yield
+        sync_device(self.device)
+        if step >= self.warmup:
+            self.tokens += tokens
+            self.seconds += time.perf_counter() - tick
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """None for a run too short to time."""
+        return round(self.tokens / self.seconds, 1) if self.seconds else None
+
+
+class Validation:
+    """The ID validation during training: due every ``training.eval_every`` steps and at the
+    step cap; each scoring adds a point to the curve (the step, the mean training loss since
+    the point before, the scores), and decides: STOP when the primary metric reached
+    ``training.target``, GO_ON when not (or without a target), FAIL when scoring raised or a
+    score is not finite (the error kept in ``failure``). ``log(tag, value, step)`` receives the
+    scores, ``show(**fields)`` the latest loss and primary score (a progress bar's postfix);
+    ``seconds``: the wall seconds spent validating."""
+
+    def __init__(self, protocol: Protocol, examples: list[Example], device: torch.device, log: Log | None, show: Callable[..., object]):
+        self.protocol, self.examples, self.device, self.log, self.show = protocol, examples, device, log, show
+        self.curve: list[CurvePoint] = []
+        self.seconds = 0.0
+        self.failure: Exception | None = None
+
+    def due(self, step: int) -> bool:
+        """True when validation follows step ``step`` (counted from 1)."""
+        return step % self.protocol.training.eval_every == 0 or step == self.protocol.training.steps
+
+    def decide(self, model: nn.Module, step: int, losses: list[float]) -> int:
+        """Score ``model`` after step ``step`` (``losses``: every step's so far) and decide;
+        leaves the model in training mode."""
+        tick = time.perf_counter()
+        try:
+            scores = validate(model, self.protocol, self.examples, self.device)
+            for name, value in scores.items():
+                if value is not None:
+                    finite(value, f"the validation {name} at step {step}")
+        except Exception as error:  # in a torchrun job, told to every rank first, so that none waits on rank 0
+            self.failure = error
+        model.train()
+        self.seconds += time.perf_counter() - tick
+        if self.failure is not None:
+            return FAIL
+        window = losses[(self.curve[-1].step if self.curve else 0) :]
+        self.curve.append(CurvePoint(step, round(sum(window) / len(window), 5), scores))
+        for name, value in scores.items():
+            if self.log is not None and value is not None:
+                self.log(f"validation/{name}", value, step)
+        primary, target = scores[self.protocol.primary], self.protocol.training.target
+        self.show(loss=f"{self.curve[-1].loss:.3f}", validation=primary)
+        return STOP if target is not None and primary is not None and primary >= target else GO_ON
+
+
 def train(
     model: Transformer,
     protocol: Protocol,
     seed: int,
     device: torch.device,
-    validation: list[Example],
+    validation_set: list[Example],
     progress: bool = True,
-    distributed: Distributed | None = None,
-    log: Callable[[str, float, int], None] | None = None,
+    distributed: Distributed = ONE_PROCESS,
+    log: Log | None = None,
 ) -> TrainingSummary:
     """Train ``model`` on the protocol's training lengths until the ID validation target or the
-    step cap; with ``distributed``, data-parallel across a torchrun job (rank 0 validates, every
-    rank stops where it stops: :mod:`pebench.running.distributed`). Returns the record's training
-    summary: steps run, the cap, the target, ``steps_to_target``, the curve (per validation: the
-    step, the mean training loss since the one before, the validation scores), wall seconds
-    (validation included, and apart), tokens/s, final loss and peak memory. ``log(tag, value,
-    step)`` receives every step's loss and every validation score (a TensorBoard writer's
-    ``add_scalar``).
+    step cap; data-parallel across a torchrun job when ``distributed`` is one (rank 0
+    validates, every rank stops where it stops: :mod:`pebench.running.distributed`). Returns
+    the record's training summary: steps run, the cap, the target, ``steps_to_target``, the
+    curve (:class:`Validation`), wall seconds (validation included, and apart), tokens/s
+    (:class:`Throughput`), final loss (the mean of the last 5% of steps' losses) and peak
+    memory. ``log(tag, value, step)`` receives every step's loss and every validation score (a
+    TensorBoard writer's ``add_scalar``).
 
     Raises:
         NonFiniteError: when the loss or a validation score is not finite.
     """
     config = protocol.training
     batches = training_batches(protocol, random.Random(seed))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, betas=(0.9, 0.98))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _learning_rate_factor(s, config.warmup_steps, config.steps, config.schedule))
+    optimizer, schedule = build_optimizer(model, config)
     model.train()
-    trained = model if distributed is None else DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    validating = distributed is None or distributed.is_main
-    losses, curve, timed_tokens, timed_seconds, validation_seconds = [], [], 0, 0.0, 0.0
-    steps_to_target = None
-    warmup = min(TIMING_WARMUP_STEPS, config.steps // 2)
+    trained = distributed.wrap(model, device)
+    throughput = Throughput(min(TIMING_WARMUP_STEPS, config.steps // 2), device)
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=None if progress else True, leave=False)  # None: off when stderr is not a terminal
+    validation = Validation(protocol, validation_set, device, log, bar.set_postfix)
+    losses, steps_to_target = [], None
     for step in bar:
-        examples = next(batches)
-        batch = pack(examples if distributed is None else distributed.shard(examples), protocol.pack_format).to(device)
-        targets, tokens = (None, batch.num_tokens) if distributed is None else distributed.total(batch.num_targets, batch.num_tokens, device=device)
-        sync_device(device)
-        tick = time.perf_counter()
-        loss = _loss(trained, batch, config.label_smoothing, targets)
-        optimizer.zero_grad(set_to_none=True)
-        (loss if distributed is None else loss * distributed.world_size).backward()  # DDP averages the ranks' gradients
-        nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        schedule.step()
-        sync_device(device)
-        if step >= warmup:
-            timed_tokens += tokens
-            timed_seconds += time.perf_counter() - tick
-        losses.append(finite(_global_loss(loss, distributed), f"the training loss at step {step + 1}"))
+        batch = pack(distributed.shard(next(batches)), protocol.pack_format).to(device)
+        targets, tokens = distributed.total(batch.num_targets, batch.num_tokens, device=device)
+        with throughput.step(step, tokens):
+            loss = training_step(trained, batch, targets, distributed.world_size, optimizer, schedule, config)
+        losses.append(finite(distributed.summed(loss), f"the training loss at step {step + 1}"))
         if log is not None:
             log("train/loss", losses[-1], step + 1)
-        if (step + 1) % config.eval_every and step + 1 < config.steps:
+        if not validation.due(step + 1):
             continue
-        reached, failure = False, None
-        if validating:
-            tick = time.perf_counter()
-            try:
-                scores = validate(model, protocol, validation, device)
-                for name, value in scores.items():
-                    if value is not None:
-                        finite(value, f"the validation {name} at step {step + 1}")
-            except Exception as error:  # in a torchrun job, told to every rank first, so that none waits on rank 0
-                failure = error
-            model.train()
-            validation_seconds += time.perf_counter() - tick
-            if failure is None:
-                window = losses[(curve[-1].step if curve else 0) :]
-                curve.append(CurvePoint(step + 1, round(sum(window) / len(window), 5), scores))
-                for name, value in scores.items():
-                    if log is not None and value is not None:
-                        log(f"validation/{name}", value, step + 1)
-                bar.set_postfix(loss=f"{curve[-1].loss:.3f}", validation=scores[protocol.primary])
-                reached = config.target is not None and scores[protocol.primary] is not None and scores[protocol.primary] >= config.target
-        decision = STOP if reached else FAIL if failure is not None else GO_ON
-        if distributed is not None:
-            decision = distributed.agree(decision, device)
+        decision = distributed.agree(validation.decide(model, step + 1, losses) if distributed.is_main else GO_ON, device)
         if decision == FAIL:
-            raise failure if failure is not None else RuntimeError(f"rank 0's validation failed at step {step + 1} (its record says why)")
+            raise validation.failure if validation.failure is not None else RuntimeError(f"rank 0's validation failed at step {step + 1} (its record says why)")
         if decision == STOP:
             steps_to_target = step + 1
             break
@@ -211,21 +275,12 @@ def train(
         target=config.target,
         steps_to_target=steps_to_target,
         wall_seconds=round(time.perf_counter() - start, 2),
-        validation_seconds=round(validation_seconds, 2),
-        tokens_per_second=round(timed_tokens / timed_seconds, 1) if timed_seconds else None,
+        validation_seconds=round(validation.seconds, 2),
+        tokens_per_second=throughput.tokens_per_second,
         final_loss=round(sum(tail) / len(tail), 5),
-        curve=tuple(curve),
+        curve=tuple(validation.curve),
         **_peak_memory(device),
     )
-
-
-def _global_loss(loss: torch.Tensor, distributed: Distributed | None) -> float:
-    """The step's mean loss over the whole (global) batch."""
-    if distributed is None:
-        return loss.item()
-    summed = loss.detach().clone()
-    torch.distributed.all_reduce(summed)  # each rank's share of the global mean
-    return summed.item()
 
 
 def _peak_memory(device: torch.device) -> dict:
@@ -277,8 +332,8 @@ def run(
     seed: int,
     device: torch.device,
     progress: bool = True,
-    distributed: Distributed | None = None,
-    log: Callable[[str, float, int], None] | None = None,
+    distributed: Distributed = ONE_PROCESS,
+    log: Log | None = None,
 ) -> dict:
     """Train and evaluate one (task, encoding, seed) from its :func:`set_up`. Returns the
     record's measured parts (fields of :class:`pebench.records.types.RunRecord`): ``environment``, ``parameters``, ``model``, ``training``,
@@ -292,10 +347,10 @@ def run(
     model = setup.model.to(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    if distributed is not None and not distributed.is_main:
+    if not distributed.is_main:
         torch.manual_seed(seed + distributed.rank)  # each rank's own dropout and random positions; rank 0 keeps the run's stream
     training = train(model, protocol, seed, device, setup.validation, progress, distributed, log)
-    if distributed is not None and not distributed.is_main:
+    if not distributed.is_main:
         return {"training": training}  # rank 0 evaluates and writes the record
     tick = time.perf_counter()
     buckets, scores = evaluate(model, protocol, setup.sets, device)
@@ -304,7 +359,7 @@ def run(
             if value is not None:
                 finite(value, f"{name} on bucket {result.bucket}")
     return {
-        "environment": {**environment(device), **(distributed.describe() if distributed is not None else {})},
+        "environment": {**environment(device), **distributed.describe()},
         "parameters": model.parameter_counts(),
         "model": asdict(protocol.model),
         "training": training,

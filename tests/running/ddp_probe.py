@@ -1,5 +1,5 @@
 """Trains a tiny copy model for a few steps, data-parallel under torchrun or in one process, and
-saves the weights: tests/test_distributed.py compares the two. Not a test module itself.
+saves the weights: tests/running/test_distributed.py compares the two. Not a test module itself.
 
     python tests/running/ddp_probe.py OUT.pt                       # one process, the whole batch
     torchrun --nproc-per-node 2 tests/running/ddp_probe.py OUT.pt  # two gloo processes, a half each
@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from pebench.running.distributed import finish, from_environment
+from pebench.running.distributed import from_environment
 from pebench.running.execution import plan, prepare
 from pebench.running.train import train
 
@@ -22,6 +22,6 @@ if __name__ == "__main__":
     planned = plan("copy", "rope", 0, OVERRIDES, "unused")
     setup, _ = prepare(planned)
     train(setup.model, planned.protocol, 0, device, setup.validation, progress=False, distributed=distributed)
-    if distributed is None or distributed.is_main:
+    if distributed.is_main:
         torch.save(setup.model.state_dict(), sys.argv[1])
-    finish(distributed)
+    distributed.finish()
