@@ -173,9 +173,6 @@ def frames(records: list[RunRecord]) -> Frames:
     return Frames(*(pd.DataFrame(rows, columns=columns.get(name)) for name, rows in named))
 
 
-tables = frames  # the name pebench/cli imports (#65: it moves to frames with the CLI's split)
-
-
 def _run_row(record: RunRecord, run: str, table: str, encoding: str) -> dict:
     training, split = record.training, record.task["split"]
     return {

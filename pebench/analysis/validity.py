@@ -10,7 +10,6 @@ from tabulate import tabulate
 
 from pebench.analysis.claims import judged_claims, settled
 from pebench.analysis.frames import Frames
-from pebench.analysis.seed_plan import render_plan  # noqa: F401  (the name pebench/cli imports; #65: it moves to seed_plan with the CLI's split)
 from pebench.analysis.verdicts import PairTest, claim_verdict
 
 

@@ -1,5 +1,5 @@
 """``pebench plan``: the seeds each validity claim's pairs need for 80% power, and the sweeps that
-run them (:func:`pebench.analysis.validity.render_plan`), from the records of a results folder."""
+run them (:func:`pebench.analysis.seed_plan.render_plan`), from the records of a results folder."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ def command(args: argparse.Namespace) -> int:
     records, skipped = load_records(args.results)
     for path, reason in skipped:
         print(f"pebench plan: skipping {path}: {reason}", file=sys.stderr)
-    from pebench.analysis.frames import tables
-    from pebench.analysis.validity import render_plan
+    from pebench.analysis.frames import frames
+    from pebench.analysis.seed_plan import render_plan
 
-    print(render_plan(tables([record for record in records if record.status == "ok"])), end="")
+    print(render_plan(frames([record for record in records if record.status == "ok"])), end="")
     return 0

@@ -18,7 +18,7 @@ from pebench.core.metrics import METRICS
 from pebench.records.store import check_writable
 from pebench.records.types import ABSENT, RunRecord
 from pebench.running import execution
-from pebench.running.distributed import finish, from_environment
+from pebench.running.distributed import from_environment
 
 HELP = "train and evaluate one (task, encoding, seed)"
 
@@ -41,10 +41,10 @@ def command(args: argparse.Namespace) -> int:
     """Exit status 0 (the run is recorded ``ok``), 1 (recorded ``failed``) or 2 (bad input, nothing written)."""
     try:
         distributed, device = from_environment(args.device)  # a torchrun job, or this process alone
-        main = distributed is None or distributed.is_main
+        main = distributed.is_main
         planned = execution.plan(args.task, args.encoding, args.seed, args.overrides, args.results, data_dir=args.data_dir)
         if main:
-            where = f", {distributed.world_size} processes ({distributed.backend})" if distributed else ""
+            where = f", {distributed.world_size} processes ({distributed.backend})" if distributed.world_size > 1 else ""
             print(f"pebench run: task {planned.task['name']}, encoding {planned.encoding['name']}, seed {args.seed}, device {device}{where}", file=sys.stderr)
         setup, data_seconds = execution.prepare(planned)
         if main:
@@ -54,7 +54,7 @@ def command(args: argparse.Namespace) -> int:
     if planned.protocol.task.data and main:
         print(f"data: {', '.join(f'{k} {v}' for k, v in planned.protocol.task.data.items())}", file=sys.stderr)
     record = execution.execute(planned, setup, device, not args.quiet and main, data_seconds, args.save_checkpoint, distributed, args.log)
-    finish(distributed)
+    distributed.finish()
     if not main:
         return 0
     if record.status != "ok":
