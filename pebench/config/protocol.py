@@ -23,7 +23,7 @@ from pebench.config.cards import parse_value
 from pebench.config.kinds import TaskKind, kind_of
 from pebench.core.metrics import METRICS
 from pebench.core.registry import TASKS, plugin
-from pebench.core.values import check_type
+from pebench.core.values import check_range, check_type
 from pebench.model.batching import packed_length
 from pebench.model.decoding import DecodingConfig
 from pebench.model.transformer import ModelConfig
@@ -261,18 +261,12 @@ def _section(card: dict, name: str, cls):
 
 def _check_range(key: str, value, spec: Field) -> None:
     """Raise ValueError naming ``key`` unless ``value`` lies in the range of the field's metadata
-    (``at_least``, ``above``, ``below``) or among its ``one_of``."""
+    (``at_least``, ``above``, ``below``: :func:`pebench.core.values.check_range`) or among its ``one_of``."""
     bounds = spec.metadata
     if "one_of" in bounds and value not in bounds["one_of"]:
         raise ValueError(f"{key} must be one of {', '.join(bounds['one_of'])}; got {value!r}")
-    if (
-        ("at_least" in bounds and value < bounds["at_least"])
-        or ("above" in bounds and value <= bounds["above"])
-        or ("below" in bounds and value >= bounds["below"])
-    ):
-        kind = "an integer" if isinstance(spec.default, int) and not isinstance(spec.default, bool) else "a number"
-        limits = [f"{sign} {bounds[name]}" for name, sign in (("at_least", ">="), ("above", ">"), ("below", "<")) if name in bounds]
-        raise ValueError(f"{key} must be {kind} {' and '.join(limits)}; got {value!r}")
+    kind = "an integer" if isinstance(spec.default, int) and not isinstance(spec.default, bool) else "a number"
+    check_range(key, value, kind=kind, **{name: bounds[name] for name in ("at_least", "above", "below") if name in bounds})
 
 
 def resolve(card: dict) -> Protocol:

@@ -55,6 +55,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from pebench.core.values import broken_bounds, check_even
 from pebench.encodings.attention import scaled_dot_product
 
 
@@ -250,15 +251,14 @@ def require_range(encoding: str, name: str, value: float, *, above: float | None
     """Raise ValueError naming ``encoding``, its parameter ``name`` and what it accepts, unless
     ``value`` is above ``above`` and at least ``at_least`` (the plugins' check of their card
     parameters, made when the model is built: before any training)."""
-    if (above is not None and not value > above) or (at_least is not None and not value >= at_least):
-        bound = f"> {above}" if above is not None else f">= {at_least}"
-        raise ValueError(f"{encoding} needs {name} {bound}; got {value}")
+    limits = broken_bounds(value, at_least=at_least, above=above)
+    if limits:
+        raise ValueError(f"{encoding} needs {name} {limits}; got {value}")
 
 
 def require_even(value: int, what: str, encoding: str) -> None:
-    """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs)."""
-    if value % 2:
-        raise ValueError(f"{encoding} pairs features two by two, so {what} must be even; got {value}")
+    """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs); ``what`` names it."""
+    check_even(what, value, f"{encoding} pairs features two by two")
 
 
 def inverse_softplus(value: float) -> float:
