@@ -17,7 +17,7 @@
 - ``cells``: for a task that scores a grid of two lengths (the digits of each operand), one row
   per (run, a, b, metric), ``n`` the cell's examples.
 
-Labels: a record whose settings differ from the cards (:func:`pebench.config.cards.changed_settings`;
+Labels: a record whose settings differ from the cards (:func:`pebench.config.overrides.changed_settings`;
 for a protocol 2 record, also from the card of its task's newest run, so that a record of an
 earlier card, stale to ``pebench sweep``, stays apart from the current card's runs) is labelled
 ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets, steps, ...)
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench.config.cards import changed_settings, parse_value
+from pebench.config.overrides import changed_settings, parse_value
 from pebench.core.registry import code_key
 from pebench.records.paths import USER_RESULTS, settings_hash
 from pebench.records.store import card_identity, load_records

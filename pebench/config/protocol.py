@@ -19,7 +19,6 @@ import random
 import typing
 from dataclasses import Field, dataclass, field, fields
 
-from pebench.config.cards import parse_value
 from pebench.config.kinds import TaskKind, kind_of
 from pebench.core.metrics import METRICS
 from pebench.core.registry import TASKS, plugin
@@ -191,38 +190,7 @@ SECTION_KEYS = {
     "split": ("unit", "train", "buckets", "eval_examples", "per_length", "eval_seed", "validation_examples", "validation_seed"),
     "metrics": ("names", "primary"),
     **{name: tuple(f.name for f in fields(cls)) for name, cls in (("model", ModelConfig), ("training", TrainingConfig), ("decoding", DecodingConfig))},
-}  # every key a task card may set, by section (a card's [params] are its task family's)
-
-
-def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
-    """Apply ``key=value`` overrides in place. ``encoding.NAME=V`` sets an encoding param;
-    ``SECTION.NAME=V`` sets a field of the task card (e.g. ``training.steps=200``).
-    Values are TOML literals (``3``, ``0.1``, ``true``, ``[1, 8]``); anything else is a string.
-
-    A key may be one the card sets or any setting of the protocol's sections (``training.target``
-    on a card that sets none, ``decoding.beam_size``).
-
-    Raises:
-        ValueError: for a malformed override or an unknown task-card key (listing the known keys).
-    """
-    for override in overrides:
-        key, sep, raw = override.partition("=")
-        path = key.strip().split(".")
-        if not sep or len(path) != 2 or not all(path):
-            raise ValueError(f"--set expects SECTION.KEY=VALUE (e.g. training.steps=200 or encoding.delta=0.05); got {override!r}")
-        section, field = path
-        value = parse_value(raw.strip())
-        if section == "encoding":
-            encoding["params"][field] = value
-            continue
-        card_keys = task.get(section) if isinstance(task.get(section), dict) else {}
-        if field not in card_keys and field not in SECTION_KEYS.get(section, ()):
-            known = sorted(
-                {f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body}
-                | {f"{s}.{k}" for s, keys in SECTION_KEYS.items() for k in keys}
-            )
-            raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
-        task.setdefault(section, {})[field] = value
+}  # every key a task card may set, by section (a card's [params] are its task family's), and so every key --set may set
 
 
 def length_bucket(bounds, what: str, spread: bool = True) -> LengthBucket:

@@ -78,7 +78,7 @@ def slurm_dir(results: Path) -> Path:
 
 
 def settings_hash(settings: dict) -> str:
-    """A short stable hash of :func:`pebench.config.cards.changed_settings` ("" for the cards' own configuration),
+    """A short stable hash of :func:`pebench.config.overrides.changed_settings` ("" for the cards' own configuration),
     for record file names and report labels."""
     if not settings:
         return ""

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import torch
 
-from pebench.config.cards import changed_settings, encoding_card, task_card, with_plugin_defaults
-from pebench.config.protocol import Protocol, apply_overrides, resolve
+from pebench.config.cards import encoding_card, task_card, with_plugin_defaults
+from pebench.config.overrides import apply_overrides, changed_settings
+from pebench.config.protocol import SECTION_KEYS, Protocol, resolve
 from pebench.core.registry import ENCODINGS, TASKS, PluginConflictError, UnknownNameError, origin, plugin, same_code
 from pebench.records import paths as layout
 from pebench.records.store import card_identity, git_commit, json_safe, new_record, record_path, write_record
@@ -91,7 +92,7 @@ def plan(task_name: str, encoding_name: str, seed: int, overrides: list[str], re
     git_commit()  # read now, while the checkout still holds the code this process loaded
     task, encoding = task_card(task_name), encoding_card(encoding_name)
     cards = (task_card(task_name), with_plugin_defaults(encoding))
-    apply_overrides(task, encoding, overrides)
+    apply_overrides(task, encoding, overrides, SECTION_KEYS)
     encoding = with_plugin_defaults(encoding)
     settings = changed_settings(task, encoding, *cards)
     resolved = {} if resolved is None else resolved
