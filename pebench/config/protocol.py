@@ -23,6 +23,7 @@ from pebench.config.kinds import TaskKind, kind_of
 from pebench.core.metrics import METRICS
 from pebench.core.registry import TASKS, plugin
 from pebench.core.values import check_range, check_type
+from pebench.model.architecture import Architecture
 from pebench.model.batching import packed_length
 from pebench.model.decoding import DecodingConfig
 from pebench.model.transformer import ModelConfig
@@ -147,9 +148,9 @@ class Protocol:
         decoder-only model; the source with EOS, or BOS and the capped output, in an
         encoder-decoder; the source and its output slots in an encoder-only model."""
         if not self.kind.decoded:  # one pass: no output cap
-            return packed_length(example, "encoder")
+            return packed_length(example, Architecture.ENCODER)
         cap = self.output_cap(example)
-        if self.model.architecture == "decoder":
+        if self.model.architecture == Architecture.DECODER:
             return len(example.source) + 2 + cap
         return max(packed_length(example, self.model.architecture), cap + 1)
 
@@ -272,8 +273,8 @@ def resolve(card: dict) -> Protocol:
         raise ValueError(f"split.validation_examples must be at least 1; got {split['validation_examples']}")
     model = _section(card, "model", ModelConfig)
     decoding = _section(card, "decoding", DecodingConfig)
-    if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
-        raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is {model.architecture!r}: use "greedy"')
+    if decoding.strategy == "beam" and model.architecture != Architecture.ENCODER_DECODER:
+        raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is \'{model.architecture}\': use "greedy"')
     task = plugin(TASKS, card["family"])(**card.get("params", {}))
     kind = kind_of(card["family"], task, list(metrics["names"]), model.architecture)
     return Protocol(

@@ -12,10 +12,10 @@ import typing
 def check_type(key: str, value, hint) -> None:
     """Raise ValueError naming ``key`` unless ``value`` has the annotated type ``hint``: ``int``
     (not a bool), ``float`` (an int or a float, not a bool), ``bool``, ``str``, ``list``,
-    ``dict``, or a union of them (``float | None``). An annotation of another kind is not
-    checked."""
+    ``dict``, or a union of them (``float | None``); a ``str``-valued Enum (``Architecture``) is
+    checked as ``str``. An annotation of another kind is not checked."""
     allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    kinds = [typing.get_origin(kind) or kind for kind in allowed]
+    kinds = [str if isinstance(kind, type) and issubclass(kind, str) else typing.get_origin(kind) or kind for kind in allowed]
     if not all(kind in CHECKED_TYPES for kind in kinds):
         return
     if not any(_is_of(value, kind) for kind in kinds):

@@ -37,6 +37,7 @@ import torch
 from pebench.config.protocol import Protocol
 from pebench.core.metrics import exact_match, sequence_accuracy, text_scores
 from pebench.encodings.base import PositionLimitError
+from pebench.model.architecture import Architecture
 from pebench.model.batching import EOS, FIRST_SYMBOL, IGNORE, pack, prompts, structure_rows, target_tokens
 from pebench.model.decoding import continue_prompts, generate
 from pebench.model.transformer import PAD, Transformer
@@ -103,10 +104,10 @@ def predict(model: Transformer, protocol: Protocol, examples: list[Example], dev
 def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], device: torch.device) -> tuple[list[list[int]], int]:
     """The outputs of one batch, by the architecture's way, and the input tokens read."""
     architecture = protocol.model.architecture
-    if architecture == "encoder":
+    if architecture == Architecture.ENCODER:
         return one_pass(model, batch, device), sum(len(e.source) + e.slots for e in batch)
     caps = torch.tensor([protocol.output_cap(e) for e in batch], device=device)
-    if architecture == "decoder":
+    if architecture == Architecture.DECODER:
         prompt, lengths = prompts(batch)
         structure = structure_rows(batch, caps.tolist(), architecture, int((lengths + caps.cpu()).max()))
         structure = structure.to(device) if structure is not None else None
@@ -118,9 +119,9 @@ def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], devic
 def one_pass(model: Transformer, examples: list[Example], device: torch.device) -> list[list[int]]:
     """An encoder-only model's outputs: the argmax at each example's slots, as many as its
     target tokens (the slots after an end token are not scored)."""
-    batch = pack(examples, "encoder").to(device)
+    batch = pack(examples, Architecture.ENCODER).to(device)
     predicted = model(batch.tokens, identity=batch.identity, structure=batch.structure).argmax(-1).tolist()
-    return [row[len(e.source) : len(e.source) + len(target_tokens(e, "encoder"))] for row, e in zip(predicted, examples)]
+    return [row[len(e.source) : len(e.source) + len(target_tokens(e, Architecture.ENCODER))] for row, e in zip(predicted, examples)]
 
 
 @torch.no_grad()

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from pebench.config.protocol import Protocol
 from pebench.core.registry import build_encoding
 from pebench.encodings.base import StructureError
-from pebench.model.batching import FIRST_SYMBOL, IGNORE, Batch, pack
+from pebench.model.batching import FIRST_SYMBOL, IGNORE, STRUCTURED, Batch, pack
 from pebench.model.transformer import Transformer
 from pebench.records.types import CurvePoint, TrainingSummary
 from pebench.running.devices import autocast, environment, sync_device
@@ -62,9 +62,9 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
     """
     geometry = protocol.model.geometry(max_length, train_length)
     encoding = build_encoding(encoding_card, geometry)
-    if encoding.needs_structure and not (protocol.task.structural and protocol.model.architecture in ("decoder", "encoder")):
+    if encoding.needs_structure and not (protocol.task.structural and protocol.model.architecture in STRUCTURED):
         lacks = (
-            f"its model is {protocol.model.architecture!r}, and they serve decoder-only and encoder-only models"
+            f"its model is '{protocol.model.architecture}', and they serve decoder-only and encoder-only models"
             if protocol.task.structural
             else "it supplies none (a task gives them per token, e.g. each digit's significance)"
         )
