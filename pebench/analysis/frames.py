@@ -39,6 +39,7 @@ from pebench.core.registry import code_key
 from pebench.records.paths import USER_RESULTS, settings_hash
 from pebench.records.store import card_identity, load_records
 from pebench.records.types import RunRecord
+from pebench.records.versions import RANKED_PROTOCOL
 
 
 @dataclass
@@ -65,7 +66,7 @@ def _settings(record: RunRecord, current: dict[str, dict]) -> dict:
             key, _, raw = override.partition("=")
             parsed[key.strip()] = parse_value(raw.strip())
         return dict(sorted(parsed.items()))
-    if record.protocol != 2 or record.task["name"] not in current:
+    if record.protocol != RANKED_PROTOCOL or record.task["name"] not in current:
         return dict(record.settings)
     _, encoding = split_settings(record.settings)
     return dict(sorted({**encoding, **_card_changes(record.task, current[record.task["name"]])}.items()))
@@ -74,7 +75,7 @@ def _settings(record: RunRecord, current: dict[str, dict]) -> dict:
 def _current_cards(records: list[RunRecord]) -> dict[str, dict]:
     """Per task name, the task card of its newest (``created``) successful protocol 2 record of
     the card's own task settings: the card its runs are compared at."""
-    own = [r for r in records if r.status == "ok" and r.protocol == 2 and r.settings is not None and not split_settings(r.settings)[0]]
+    own = [r for r in records if r.status == "ok" and r.protocol == RANKED_PROTOCOL and r.settings is not None and not split_settings(r.settings)[0]]
     return {record.task["name"]: record.task for record in sorted(own, key=lambda r: r.created or "")}
 
 

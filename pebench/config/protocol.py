@@ -130,8 +130,11 @@ class Protocol:
             raise ValueError(f"task '{self.name}': no validation example has a length in {self.train_lengths.label}")
         return examples
 
-    def train_length(self) -> int:
-        """The longest sequence (tokens, either stack) a training example can make."""
+    def longest_training_sequence(self) -> int:
+        """The longest sequence (tokens, either stack) a training example can make: the
+        encoding's ``train_length`` (:class:`pebench.encodings.base.Geometry`). ``train_lengths``
+        is the training length range in the task's unit, of which this is the token count at
+        the top."""
         if not self.kind.on_examples:  # a window of the token stream
             return self.train_lengths.hi
         source, target = self.task.longest_tokens(self.train_lengths.hi)

@@ -86,8 +86,8 @@ class Geometry:
         n_heads: attention heads h (d_h = d / h).
         sites: every attention site of the model, in a fixed order.
         max_length: the longest sequence (tokens, one stack) the task will present.
-        train_length: the longest sequence seen in training (None: unknown, taken as
-            ``max_length``); RoPE scaling and randomized positions use it.
+        train_length: the longest sequence (tokens, one stack) seen in training, as the model
+            is told it (None: unknown); an encoding reads :attr:`training_length`.
     """
 
     d_model: int
@@ -98,6 +98,8 @@ class Geometry:
 
     @property
     def training_length(self) -> int:
+        """L, the longest training sequence an encoding plans for: ``train_length``, or
+        ``max_length`` where it is unknown (RoPE scaling, CoPE's and FLOATER's position counts)."""
         return self.train_length or self.max_length
 
     @property

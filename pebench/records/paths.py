@@ -34,9 +34,11 @@ def runs_dir(results: Path) -> Path:
     return Path(results) / RUNS
 
 
-def record_path(results: Path, task: str, encoding: str, seed: int, config: str = "") -> Path:
-    """Where the record of (task, encoding, seed) lives; ``config``: the short hash of its
-    changed settings ("" for the cards' own)."""
+def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
+    """Where the record of (task, encoding, seed) with the changed ``settings`` lives
+    (:func:`pebench.config.overrides.changed_settings`; {} for the cards' own): ``seed<k>.json``,
+    or ``seed<k>-<hash>.json`` with their :func:`settings_hash`."""
+    config = settings_hash(settings)
     return runs_dir(results) / task / encoding / f"seed{seed}{'-' + config if config else ''}.json"
 
 

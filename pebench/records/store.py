@@ -34,11 +34,6 @@ from pebench.records.types import RunRecord
 from pebench.records.versions import PROTOCOL_VERSION, SCHEMA_VERSION
 
 
-def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
-    """Where the record of a run with the changed ``settings`` lives (:mod:`pebench.records.paths`)."""
-    return layout.record_path(results, task, encoding, seed, settings_hash(settings))
-
-
 @functools.cache
 def git_commit() -> str | None:
     """The commit of the pebench source tree, when it is a git checkout; asked once per process,

@@ -30,7 +30,8 @@ from pebench.config.overrides import apply_overrides, changed_settings
 from pebench.config.protocol import SECTION_KEYS, resolve
 from pebench.core.registry import ENCODINGS, origin
 from pebench.records import paths as layout
-from pebench.records.store import SCHEMA_VERSION, new_record, record_path, record_problem, write_atomically, write_record
+from pebench.records.paths import record_path
+from pebench.records.store import SCHEMA_VERSION, new_record, record_problem, write_atomically, write_record
 from pebench.records.types import RunRecord
 from pebench.running.devices import environment
 from pebench.running.evaluation import evaluate

@@ -330,14 +330,14 @@ class LanguageModelScorer(Scorer):
 
     def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> Scores:
         """Perplexity on the task's validation text at the training length."""
-        length = self.protocol.train_length()
+        length = self.protocol.longest_training_sequence()
         model.encoding.plan(length)
         with seeded(f"{self.protocol.validation_seed}:validation", device):
             return score_length(model, self.protocol.task.validation_ids, length, length, self._batch_tokens(), device)[0]
 
     def _batch_tokens(self) -> int:
         """Tokens per evaluation forward pass: eval_batch_size training windows."""
-        return self.protocol.training.eval_batch_size * self.protocol.train_length()
+        return self.protocol.training.eval_batch_size * self.protocol.longest_training_sequence()
 
 
 SCORERS: dict[str, type[Scorer]] = {"generated": ExampleScorer, "one_pass": ExampleScorer, "text": TextScorer, "language_model": LanguageModelScorer}

@@ -25,7 +25,8 @@ from pebench.config.overrides import apply_overrides, changed_settings
 from pebench.config.protocol import SECTION_KEYS, Protocol, resolve
 from pebench.core.registry import ENCODINGS, TASKS, PluginConflictError, UnknownNameError, origin, plugin, same_code
 from pebench.records import paths as layout
-from pebench.records.store import card_identity, git_commit, json_safe, new_record, record_path, write_record
+from pebench.records.paths import record_path
+from pebench.records.store import card_identity, git_commit, json_safe, new_record, write_record
 from pebench.records.types import RunRecord
 from pebench.running import checkpoints
 from pebench.running.distributed import Distributed

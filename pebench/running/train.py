@@ -259,7 +259,7 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     sets = protocol.evaluation_sets()
     validation = protocol.validation_set()
     protocol.check_output_caps({**{f"bucket {bucket.label}": examples for bucket, examples in sets.items()}, "validation": validation})
-    train_length = protocol.train_length()
+    train_length = protocol.longest_training_sequence()
     if not protocol.kind.on_examples:  # windows of every evaluation length; the validation text at the training length
         longest, validated = max(bucket.hi for bucket in protocol.buckets), train_length
     else:
