@@ -7,9 +7,9 @@ are identical for every encoding and every training seed. The ID validation set,
 training (:mod:`pebench.running.train`), is drawn at the training lengths from its own seed
 (``split.validation_seed``); a real-data task takes it from its development set.
 
-Protocol versions: 1 trained every run for a fixed number of steps and scored teacher-forced;
-2 (:data:`pebench.records.versions.PROTOCOL_VERSION`) trains until the ID validation score reaches ``training.target``
-(or the step cap), scores greedy outputs, and records every metric per length.
+This is protocol :data:`pebench.records.versions.PROTOCOL_VERSION` (``docs/protocol.md``): a run
+trains until the ID validation score reaches ``training.target`` (or the step cap), its greedy
+outputs are scored, and every metric is recorded per length.
 """
 
 from __future__ import annotations

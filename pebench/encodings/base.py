@@ -24,8 +24,8 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
    attention's input at that token (the Forgetting Transformer's forget gates); the model keeps
    it beside the token's key and value (in the cache, in incremental decoding) and passes it to
    :meth:`~PositionalEncoding.attend` as ``key_state``. An encoding that returns None (every
-   encoding but one that overrides the hook) is called without it, so an ``attend`` written
-   before the hook existed keeps working.
+   encoding but one that overrides the hook) is called without it, so an ``attend`` that takes
+   no ``key_state`` keeps working.
 7. Structural positions: positions that only the task knows (a digit's significance in its
    number; :mod:`pebench.tasks.base`). An encoding that sets ``needs_structure = True`` is given
    them in :meth:`~PositionalEncoding.batch_positions` as ``structure`` ``[b, s]`` and returns

@@ -43,9 +43,8 @@ def rotate(x: Tensor, pos: Tensor, inv_freq: Tensor) -> Tensor:
     Written as [x_2, x_1] * [-sin, sin] + x * [cos, cos] (x_1, x_2 the halves of x): [x_2, x_1]
     is x rolled by d_h/2, whose gradient is one roll back (the halves' slices would each
     materialise a zero-filled gradient of x's size), and the products accumulate in place into
-    that one new tensor: three passes over x, one allocation (forward and backward 1.4x faster
-    than with sliced halves and 2x than rotating each half separately, at the benchmark's
-    decoder shape)."""
+    that one new tensor: three passes over x, one allocation (``docs/throughput.md`` has the
+    timings)."""
     angles = pos.float()[..., None, :, None] * inv_freq  # [(b,) 1, s, d_h/2]: broadcast over the heads
     cos, sin = angles.cos(), angles.sin()
     cos, sin = torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((-sin, sin), dim=-1).to(x.dtype)  # [(b,) 1, s, d_h]

@@ -137,10 +137,8 @@ def project(linear: nn.Linear, x: Tensor, bias: Tensor | None) -> Tensor:
     Returns ``[b, s, d_out]``.
 
     The bias is added within the product, as ``nn.Linear`` adds its own: one ``baddbmm`` whose
-    output starts from the biases. A separate addition, a pass of its own over the output and
-    over its gradient, made FLOATER's key-value projection of the d=64 decoder (b=32, s=256,
-    2 CPU cores) take 4.7-6.4 ms forward and backward, against 2.4 ms here and 2.5 ms with no
-    position bias at all. The weight and the biases are cast to the product's dtype (autocast's,
+    output starts from the biases, where a separate addition would be a pass of its own over the
+    output and over its gradient (``docs/throughput.md`` has the timings). The weight and the biases are cast to the product's dtype (autocast's,
     else the weight's) before they are broadcast over the batch, so that the cast copies them
     once, not once per example.
 
