@@ -43,12 +43,13 @@ import torch
 from torch import nn
 
 from pebench.encodings.base import PositionalEncoding, PositionLimitError
-from pebench.model.batching import pack, prompts
+from pebench.model.architecture import Architecture
+from pebench.model.batching import STRUCTURED, pack, prompts
 from pebench.model.transformer import ModelConfig, Transformer
 from pebench.running.evaluation import seeded
 from pebench.tasks.base import Example
 
-ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
+ARCHITECTURES = tuple(Architecture)
 VOCAB = 24
 TOLERANCE = 1e-4  # relative, float32: outputs equal to round-off
 
@@ -58,7 +59,7 @@ class Check:
     """One property of one plugin in one architecture; call it to run it."""
 
     name: str
-    architecture: str
+    architecture: Architecture
     run: Callable[[], None]
 
     def __call__(self) -> None:
@@ -71,7 +72,7 @@ class Check:
         return f"{self.name}[{self.architecture}]"
 
 
-def _model(cls: type[PositionalEncoding], params: dict, architecture: str, max_length: int = 64, seed: int = 0) -> Transformer:
+def _model(cls: type[PositionalEncoding], params: dict, architecture: Architecture, max_length: int = 64, seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
     config = ModelConfig(architecture=architecture, d_model=32, n_heads=4, n_layers=2, d_ff=64)
     return Transformer(config, VOCAB, cls(config.geometry(max_length, 16), **params))
@@ -119,7 +120,7 @@ def causality(cls, params, architecture) -> None:
     tokens = torch.randint(4, VOCAB, (2, 12), generator=torch.Generator().manual_seed(0))
     changed = tokens.clone()
     changed[:, 7:] = (changed[:, 7:] - 3) % (VOCAB - 4) + 4  # other tokens from position 7 on
-    source = torch.randint(4, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1)) if architecture == "encoder_decoder" else None
+    source = torch.randint(4, VOCAB, (2, 9), generator=torch.Generator().manual_seed(1)) if architecture == Architecture.ENCODER_DECODER else None
     identity = tokens[:, :7]  # the example is the same one: what it has before position 7 (its prompt)
     with torch.no_grad(), seeded("causality", torch.device("cpu")):
         before = model(tokens, source, identity, _structure(tokens))
@@ -146,7 +147,7 @@ def padding_invariance(cls, params, architecture) -> None:
 def cached_decoding(cls, params, architecture) -> None:
     model = _model(cls, params, architecture).eval()
     [example] = _examples([6])
-    if architecture == "decoder":
+    if architecture == Architecture.DECODER:
         prompt, _ = prompts([example])
         tokens = torch.cat((prompt, torch.randint(4, VOCAB, (1, 5), generator=torch.Generator().manual_seed(2))), dim=1)
         source, memory = None, None
@@ -182,18 +183,20 @@ def max_positions(cls, params, architecture) -> None:
 CHECKS = {f.__name__: f for f in (finite_gradients, causality, batch_independence, padding_invariance, cached_decoding, max_positions)}
 
 
-def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[str, ...] | None = None) -> list[Check]:
+def checks(cls: type[PositionalEncoding], params: dict | None = None, architectures: tuple[Architecture, ...] | None = None) -> list[Check]:
     """Every check of the kit for the plugin class ``cls`` built with ``params``, per
-    architecture: by default decoder-only, encoder-decoder and encoder-only (only the first and
-    the last for an encoding that needs structural positions); ``causality`` in the decoder-only
-    one, where attention is causal; no ``cached_decoding`` in the encoder-only one, which outputs
-    in one pass."""
+    architecture (:class:`~pebench.model.architecture.Architecture` members or their values): by
+    default decoder-only, encoder-decoder and encoder-only (only the first and the last for an
+    encoding that needs structural positions); ``causality`` in the decoder-only one, where
+    attention is causal; no ``cached_decoding`` in the encoder-only one, which outputs in one
+    pass."""
     params = dict(params or {})
-    architectures = architectures or (("decoder", "encoder") if cls.needs_structure else ARCHITECTURES)
+    architectures = architectures or (STRUCTURED if cls.needs_structure else ARCHITECTURES)
     found = []
     for name, check in CHECKS.items():
         for architecture in architectures:
-            if (name == "causality" and architecture != "decoder") or (name == "cached_decoding" and architecture == "encoder"):  # one pass: nothing is decoded
+            one_pass = architecture == Architecture.ENCODER  # nothing is decoded
+            if (name == "causality" and architecture != Architecture.DECODER) or (name == "cached_decoding" and one_pass):
                 continue
             found.append(Check(name, architecture, lambda check=check, architecture=architecture: check(cls, params, architecture)))
     return found

@@ -17,7 +17,7 @@
 - ``cells``: for a task that scores a grid of two lengths (the digits of each operand), one row
   per (run, a, b, metric), ``n`` the cell's examples.
 
-Labels: a record whose settings differ from the cards (:func:`pebench.config.cards.changed_settings`;
+Labels: a record whose settings differ from the cards (:func:`pebench.config.overrides.changed_settings`;
 for a protocol 2 record, also from the card of its task's newest run, so that a record of an
 earlier card, stale to ``pebench sweep``, stays apart from the current card's runs) is labelled
 ``name@<hash>``, its task part naming the table (``copy@1a2b3c4d``: other buckets, steps, ...)
@@ -34,11 +34,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from pebench.config.cards import changed_settings, parse_value
+from pebench.config.overrides import changed_settings, parse_value
 from pebench.core.registry import code_key
 from pebench.records.paths import USER_RESULTS, settings_hash
 from pebench.records.store import card_identity, load_records
 from pebench.records.types import RunRecord
+from pebench.records.versions import RANKED_PROTOCOL
 
 
 @dataclass
@@ -67,7 +68,7 @@ def _settings(record: RunRecord, current: dict[str, dict]) -> dict:
             key, _, raw = override.partition("=")
             parsed[key.strip()] = parse_value(raw.strip())
         return dict(sorted(parsed.items()))
-    if record.protocol != 2 or record.task["name"] not in current:
+    if record.protocol != RANKED_PROTOCOL or record.task["name"] not in current:
         return dict(record.settings)
     _, encoding = split_settings(record.settings)
     return dict(sorted({**encoding, **_card_changes(record.task, current[record.task["name"]])}.items()))
@@ -76,7 +77,7 @@ def _settings(record: RunRecord, current: dict[str, dict]) -> dict:
 def _current_cards(records: list[RunRecord]) -> dict[str, dict]:
     """Per task name, the task card of its newest (``created``) successful protocol 2 record of
     the card's own task settings: the card its runs are compared at."""
-    own = [r for r in records if r.status == "ok" and r.protocol == 2 and r.settings is not None and not split_settings(r.settings)[0]]
+    own = [r for r in records if r.status == "ok" and r.protocol == RANKED_PROTOCOL and r.settings is not None and not split_settings(r.settings)[0]]
     return {record.task["name"]: record.task for record in sorted(own, key=lambda r: r.created or "")}
 
 

@@ -51,6 +51,7 @@ from pebench.analysis.frames import Frames
 from pebench.analysis.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, interval, reciprocal_ranks, seed_draws
 from pebench.config.cards import suite_of
 from pebench.core.metrics import higher_is_better
+from pebench.records.versions import RANKED_PROTOCOL
 
 BENCH_LENGTH = 256
 EXTRAPOLATION_THRESHOLDS = (0.95, 0.5)  # τ of the extrapolation length
@@ -115,8 +116,8 @@ def leaderboard(table: Frames, runs: pd.DataFrame, metric: str, throughput: pd.D
         row["PE params"] = group["encoding_parameters"].iloc[0]
         rows.append(row)
     board = pd.DataFrame(rows)
-    protocol2 = runs["protocol"].iloc[0] == 2
-    scored = board["ranked"] & board["OOD mean"].notna() & protocol2
+    rankable = runs["protocol"].iloc[0] == RANKED_PROTOCOL
+    scored = board["ranked"] & board["OOD mean"].notna() & rankable
     higher_better = higher_is_better(metric)
     board["rank"] = board["OOD mean"].where(scored).rank(ascending=not higher_better, method="average")
     if throughput is not None:
@@ -124,7 +125,7 @@ def leaderboard(table: Frames, runs: pd.DataFrame, metric: str, throughput: pd.D
     return board.sort_values(["rank", "OOD mean", "ID mean"], ascending=[True, not higher_better, not higher_better], na_position="last").reset_index(drop=True)
 
 
-def extrapolation_length(curve: pd.Series, train_length: int, threshold: float) -> float:
+def extrapolation_length(curve: pd.Series, train_hi: int, threshold: float) -> float:
     """ℓ*/L: the longest evaluated length ℓ* such that the score is at least ``threshold`` at
     every evaluated length from the longest training length L up to ℓ*, over L; 0 when the score
     is below it already at the first evaluated length from L, NaN when no length from L was
@@ -135,13 +136,13 @@ def extrapolation_length(curve: pd.Series, train_length: int, threshold: float) 
         curve: score by length (index: lengths in the task's unit); NaN where the run has no
             score at a length the task evaluates (a length its encoding cannot represent), which
             counts as below the threshold.
-        train_length: L, the longest training length.
+        train_hi: L, the longest training length (the task's unit: the top of ``split.train``).
         threshold: τ, in the metric's units.
 
     Raises:
         ValueError: for an infinite score.
     """
-    beyond = curve[curve.index >= train_length].sort_index()
+    beyond = curve[curve.index >= train_hi].sort_index()
     if beyond.empty:
         return float("nan")
     values = beyond.to_numpy(dtype=float)
@@ -149,9 +150,9 @@ def extrapolation_length(curve: pd.Series, train_length: int, threshold: float) 
         raise ValueError(f"a score by length is infinite: {beyond[np.isinf(values)].to_dict()}")
     below = ~(values >= threshold)  # NaN: not scored, below
     if not below.any():
-        return float(beyond.index[-1] / train_length)
+        return float(beyond.index[-1] / train_hi)
     first = int(below.argmax())
-    return 0.0 if first == 0 else float(beyond.index[first - 1] / train_length)
+    return 0.0 if first == 0 else float(beyond.index[first - 1] / train_hi)
 
 
 def extrapolation_metric(runs: pd.DataFrame) -> str | None:
@@ -246,9 +247,10 @@ def _cell_scores(runs: pd.DataFrame, ood: pd.Series, weights: np.ndarray) -> np.
 
 
 def ranked_runs(table: Frames) -> pd.DataFrame:
-    """The runs the overall ranking and the validity claims use: protocol 2, at the cards' own
-    task settings (a run with other buckets or budgets is a table of its own, never ranked)."""
-    return table.runs[(table.runs.protocol == 2) & (table.runs.table == table.runs.task)]
+    """The runs the overall ranking and the validity claims use: those of the ranked protocol
+    (:data:`pebench.records.versions.RANKED_PROTOCOL`), at the cards' own task settings (a run
+    with other buckets or budgets is a table of its own, never ranked)."""
+    return table.runs[(table.runs.protocol == RANKED_PROTOCOL) & (table.runs.table == table.runs.task)]
 
 
 def overall(table: Frames, metric: str | None = None) -> pd.DataFrame:

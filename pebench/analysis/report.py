@@ -27,6 +27,7 @@ from pebench.analysis.tables import (
 from pebench.analysis.validity import validity_section
 from pebench.config.cards import suite_levels
 from pebench.records.types import RunRecord
+from pebench.records.versions import RANKED_PROTOCOL
 
 
 def report_name(runs: pd.DataFrame) -> str:
@@ -71,7 +72,7 @@ def write_reports(records: list[RunRecord], out: Path, throughput: pd.DataFrame 
 
 def _write_all(table: Frames, records: list[RunRecord], out: Path, throughput: pd.DataFrame | None, highlight: frozenset[str]) -> dict[str, str]:
     printed = {}
-    for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != 2, item[0][0])):
+    for _, runs in sorted(table.runs.groupby(["table", "protocol"]), key=lambda item: (item[0][1] != RANKED_PROTOCOL, item[0][0])):
         name = report_name(runs)
         boards = boards_of(table, runs, throughput)
         for suffix, table_format in FORMATS.items():

@@ -56,6 +56,7 @@ from torch import nn
 
 from pebench.config.cards import encoding_card, encoding_cards, task_card
 from pebench.core.registry import build_encoding
+from pebench.model.architecture import Architecture
 from pebench.model.transformer import ModelConfig, Transformer
 from pebench.records import paths as layout
 from pebench.records.store import write_atomically
@@ -70,22 +71,28 @@ VARIANTS = {  # name -> (card, params it changes)
     "flow+compile": ("flow", {"compile": True}),  # the RK4 step compiled (compiled in the untimed first step)
     "flow+adjoint": ("flow", {"backend": "torchdiffeq", "adjoint": True}),
 }
-VOCAB_SIZE = {"decoder": 256, "encoder_decoder": 8000}  # wmt_long's BPE vocabulary
+VOCAB_SIZE = {Architecture.DECODER: 256, Architecture.ENCODER_DECODER: 8000}  # wmt_long's BPE vocabulary
 
 
 @dataclass(frozen=True)
 class Shape:
     """One benchmark setting: ``architecture`` and ``length`` (tokens per sequence, each stack)."""
 
-    architecture: str
+    architecture: Architecture
     length: int
 
     def __str__(self) -> str:
-        return f"{'dec' if self.architecture == 'decoder' else 'enc-dec'} {self.length}"
+        return f"{'dec' if self.architecture == Architecture.DECODER else 'enc-dec'} {self.length}"
 
 
-FULL = (Shape("decoder", 64), Shape("decoder", 256), Shape("decoder", 1024), Shape("encoder_decoder", 64), Shape("encoder_decoder", 256))
-QUICK = (Shape("decoder", 32), Shape("encoder_decoder", 32))
+FULL = (
+    Shape(Architecture.DECODER, 64),
+    Shape(Architecture.DECODER, 256),
+    Shape(Architecture.DECODER, 1024),
+    Shape(Architecture.ENCODER_DECODER, 64),
+    Shape(Architecture.ENCODER_DECODER, 256),
+)
+QUICK = (Shape(Architecture.DECODER, 32), Shape(Architecture.ENCODER_DECODER, 32))
 
 
 @dataclass
@@ -98,12 +105,12 @@ class Settings:
     tokens_per_batch: int = 8192
     rounds: int = 10  # 3 runs each (dec 256, 2 CPU cores): training ratios to NoPE spread up to 8% with 5 rounds, 5% with 10
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
-    model_tasks: dict = field(default_factory=lambda: {"decoder": "copy", "encoder_decoder": "wmt_long"})
+    model_tasks: dict = field(default_factory=lambda: {Architecture.DECODER: "copy", Architecture.ENCODER_DECODER: "wmt_long"})
     encodings: tuple[str, ...] | None = None  # None: every card
     peer: bool = True
 
     def batch_size(self, shape: Shape) -> int:
-        per_example = shape.length * (2 if shape.architecture == "encoder_decoder" else 1)
+        per_example = shape.length * (2 if shape.architecture == Architecture.ENCODER_DECODER else 1)
         return max(1, self.tokens_per_batch // per_example)
 
 
@@ -115,10 +122,10 @@ class Contender:
     name: str
     implementation: str
     build: Callable[[Shape], nn.Module]
-    architectures: tuple[str, ...] = ("decoder", "encoder_decoder")
+    architectures: tuple[Architecture, ...] = (Architecture.DECODER, Architecture.ENCODER_DECODER)
 
 
-def model_config(settings: Settings, architecture: str) -> ModelConfig:
+def model_config(settings: Settings, architecture: Architecture) -> ModelConfig:
     """The model section of the task card that sizes ``architecture``."""
     section = dict(task_card(settings.model_tasks[architecture])["model"])
     section["architecture"], section["dropout"] = architecture, 0.0
@@ -143,7 +150,7 @@ def peer_contender(settings: Settings, option: str) -> Contender:
     layer_options = {"rope": {"rotary_pos_emb": True}, "alibi": {"alibi_pos_bias": True}, "t5": {"rel_pos_bias": True}}.get(option, {})
 
     def build(shape: Shape) -> nn.Module:
-        c = model_config(settings, "decoder")
+        c = model_config(settings, Architecture.DECODER)
         layers = Decoder(
             dim=c.d_model,
             depth=c.n_layers,
@@ -154,7 +161,7 @@ def peer_contender(settings: Settings, option: str) -> Contender:
             **layer_options,
         )
         return TransformerWrapper(
-            num_tokens=VOCAB_SIZE["decoder"],
+            num_tokens=VOCAB_SIZE[Architecture.DECODER],
             max_seq_len=shape.length,
             attn_layers=layers,
             tie_embedding=True,
@@ -162,7 +169,7 @@ def peer_contender(settings: Settings, option: str) -> Contender:
             scaled_sinu_pos_emb=option == "sinusoidal",
         )
 
-    return Contender(f"x-transformers:{option}", "x-transformers", build, architectures=("decoder",))
+    return Contender(f"x-transformers:{option}", "x-transformers", build, architectures=(Architecture.DECODER,))
 
 
 def contenders(settings: Settings) -> list[Contender]:
@@ -202,7 +209,7 @@ class Bench:
         vocab = VOCAB_SIZE[shape.architecture]
         self.tokens = torch.randint(4, vocab, (batch, shape.length + 1), generator=generator).to(self.device)
         source = torch.randint(4, vocab, (batch, shape.length), generator=generator).to(self.device)
-        self.inputs = (self.tokens[:, :-1],) + ((source,) if shape.architecture == "encoder_decoder" else ())
+        self.inputs = (self.tokens[:, :-1],) + ((source,) if shape.architecture == Architecture.ENCODER_DECODER else ())
         self.keywords = {}
         if getattr(getattr(self.model, "encoding", None), "needs_structure", False):  # digits of 10-digit numbers: 1..10, again and again
             self.keywords["structure"] = (torch.arange(shape.length, device=self.device) % 10 + 1).expand(batch, -1)

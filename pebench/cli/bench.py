@@ -15,6 +15,7 @@ from pebench.bench.throughput import FULL, QUICK, VOCAB_SIZE, Settings, Shape
 from pebench.cli.errors import fail
 from pebench.cli.options import add_device, add_results, add_threads
 from pebench.core.registry import UnknownNameError
+from pebench.model.architecture import Architecture
 from pebench.records import paths as layout
 from pebench.records.paths import USER_RESULTS
 from pebench.running.devices import resolve_device
@@ -79,7 +80,7 @@ def parse_shapes(text: str) -> tuple[Shape, ...]:
         architecture, _, length = item.strip().partition(":")
         if architecture not in VOCAB_SIZE or not length.isdigit() or int(length) < 1:
             raise ValueError(f"--shapes expects ARCHITECTURE:LENGTH with ARCHITECTURE one of {', '.join(VOCAB_SIZE)}; got {item!r}")
-        shapes.append(Shape(architecture, int(length)))
+        shapes.append(Shape(Architecture(architecture), int(length)))
     return tuple(shapes)
 
 

@@ -1,5 +1,6 @@
-"""Cards: named TOML configurations of encodings (``encodings/*.toml``) and tasks
-(``tasks/*.toml``), their discovery, and ``--set`` overrides.
+"""Cards: named TOML configurations of encodings (``encodings/*.toml``), tasks (``tasks/*.toml``)
+and suites (``suites/*.toml``), and their discovery; ``--set`` overrides of them are
+:mod:`pebench.config.overrides`'.
 
 An encoding card names a plugin and its params::
 
@@ -115,21 +116,6 @@ def _read(path: Path, name: str) -> dict:
     return card
 
 
-def parse_value(raw: str):
-    """A ``--set`` value: a TOML literal (``3``, ``0.1``, ``true``, ``[1, 8]``, ``"rope"``), else a
-    number Python reads (``07``, which TOML refuses for its leading zero), else the text itself."""
-    try:
-        return tomllib.loads(f"value = {raw}")["value"]
-    except tomllib.TOMLDecodeError:
-        pass
-    for number in (int, float):
-        try:
-            return number(raw)
-        except ValueError:
-            continue
-    return raw
-
-
 def with_plugin_defaults(encoding: dict) -> dict:
     """``encoding`` with its ``params`` completed by the plugin constructor's defaults (the card's
     values win), so that a record holds every parameter the encoding ran with, and a parameter
@@ -141,18 +127,3 @@ def with_plugin_defaults(encoding: dict) -> dict:
         if name != "geometry" and p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD
     }
     return {**encoding, "params": {**defaults, **encoding["params"]}}
-
-
-def changed_settings(task: dict, encoding: dict, card_task: dict, card_encoding: dict) -> dict:
-    """The resolved settings that differ from the cards, as ``{"section.key": value}`` (encoding
-    parameters as ``encoding.NAME``), sorted: what makes a run another configuration than the
-    cards' own, however the overrides were spelled (``training.steps=07``, a key set twice, a
-    card's own default)."""
-    changed = {f"encoding.{name}": value for name, value in encoding["params"].items() if card_encoding["params"].get(name, _MISSING) != value}
-    for section, body in task.items():
-        if isinstance(body, dict):
-            changed.update({f"{section}.{key}": value for key, value in body.items() if card_task.get(section, {}).get(key, _MISSING) != value})
-    return dict(sorted(changed.items()))
-
-
-_MISSING = object()

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pebench.core.metrics import METRICS, of_kind
+from pebench.model.architecture import Architecture
+from pebench.model.batching import LANGUAGE_MODEL
 from pebench.tasks.base import Task, TaskFamily, TokenStream
 
 
@@ -44,28 +46,28 @@ class TaskKind:
 
     name: str
     metric_kind: str
-    architectures: tuple[str, ...]
+    architectures: tuple[Architecture, ...]
     on_examples: bool = True
     decoded: bool = True
     cap_from_task: bool = True
 
-    def pack_format(self, architecture: str) -> str:
+    def pack_format(self, architecture: Architecture) -> Architecture | str:
         """How training examples become model inputs (:func:`pebench.model.batching.pack`)."""
-        return architecture if self.on_examples else "language_model"
+        return architecture if self.on_examples else LANGUAGE_MODEL
 
 
 KINDS = {
     kind.name: kind
     for kind in (
-        TaskKind("generated", "example", ("decoder", "encoder_decoder")),
-        TaskKind("one_pass", "example", ("encoder",), decoded=False),
-        TaskKind("text", "text", ("encoder_decoder",), cap_from_task=False),
-        TaskKind("language_model", "language_model", ("decoder",), on_examples=False, decoded=False),
+        TaskKind("generated", "example", (Architecture.DECODER, Architecture.ENCODER_DECODER)),
+        TaskKind("one_pass", "example", (Architecture.ENCODER,), decoded=False),
+        TaskKind("text", "text", (Architecture.ENCODER_DECODER,), cap_from_task=False),
+        TaskKind("language_model", "language_model", (Architecture.DECODER,), on_examples=False, decoded=False),
     )
 }
 
 
-def kind_of(family: str, task: TaskFamily, metrics: list[str], architecture: str) -> TaskKind:
+def kind_of(family: str, task: TaskFamily, metrics: list[str], architecture: Architecture) -> TaskKind:
     """The kind of a card whose task family ``family`` built ``task``, scored with ``metrics``
     (names in :data:`pebench.core.metrics.METRICS`) by a model of ``architecture``.
 
@@ -87,14 +89,14 @@ def kind_of(family: str, task: TaskFamily, metrics: list[str], architecture: str
             f"and only it does; task family '{family}' with {metrics}"
         )
     if metric_kind == "example":
-        kind = KINDS["one_pass" if architecture == "encoder" else "generated"]
+        kind = KINDS["one_pass" if architecture == Architecture.ENCODER else "generated"]
     else:
         kind = KINDS[metric_kind]
     if architecture not in kind.architectures:
         names = " or ".join(name.replace("_", "-") for name in kind.architectures)
         raise ValueError(
             f"{metric_kind.replace('_', '-')} metrics ({', '.join(metrics)}) need a model of architecture {names}, "
-            f"not {architecture!r} (task family '{family}'); set model.architecture = {kind.architectures[0]!r}"
+            f"not '{architecture}' (task family '{family}'); set model.architecture = '{kind.architectures[0]}'"
         )
     if kind.name == "text" and type(task).detokenize is Task.detokenize:
         raise ValueError(f"task family '{family}' produces no text, so it cannot be scored with {', '.join(of_kind('text'))}")

@@ -7,9 +7,9 @@ are identical for every encoding and every training seed. The ID validation set,
 training (:mod:`pebench.running.train`), is drawn at the training lengths from its own seed
 (``split.validation_seed``); a real-data task takes it from its development set.
 
-Protocol versions: 1 trained every run for a fixed number of steps and scored teacher-forced;
-2 (:data:`pebench.records.versions.PROTOCOL_VERSION`) trains until the ID validation score reaches ``training.target``
-(or the step cap), scores greedy outputs, and records every metric per length.
+This is protocol :data:`pebench.records.versions.PROTOCOL_VERSION` (``docs/protocol.md``): a run
+trains until the ID validation score reaches ``training.target`` (or the step cap), its greedy
+outputs are scored, and every metric is recorded per length.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import typing
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 
-from pebench.config.cards import parse_value
 from pebench.config.kinds import TaskKind, kind_of
 from pebench.core.metrics import METRICS
 from pebench.core.registry import TASKS, plugin
-from pebench.core.values import check_type
+from pebench.core.values import check_range, check_type
+from pebench.model.architecture import Architecture
 from pebench.model.batching import packed_length
 from pebench.model.decoding import DecodingConfig
 from pebench.model.transformer import ModelConfig
@@ -132,8 +132,11 @@ class Protocol:
             raise ValueError(f"task '{self.name}': no validation example has a length in {self.train_lengths.label}")
         return examples
 
-    def train_length(self) -> int:
-        """The longest sequence (tokens, either stack) a training example can make."""
+    def longest_training_sequence(self) -> int:
+        """The longest sequence (tokens, either stack) a training example can make: the
+        encoding's ``train_length`` (:class:`pebench.encodings.base.Geometry`). ``train_lengths``
+        is the training length range in the task's unit, of which this is the token count at
+        the top."""
         if not self.kind.on_examples:  # a window of the token stream
             return self.train_lengths.hi
         source, target = self.task.longest_tokens(self.train_lengths.hi)
@@ -150,9 +153,9 @@ class Protocol:
         decoder-only model; the source with EOS, or BOS and the capped output, in an
         encoder-decoder; the source and its output slots in an encoder-only model."""
         if not self.kind.decoded:  # one pass: no output cap
-            return packed_length(example, "encoder")
+            return packed_length(example, Architecture.ENCODER)
         cap = self.output_cap(example)
-        if self.model.architecture == "decoder":
+        if self.model.architecture == Architecture.DECODER:
             return len(example.source) + 2 + cap
         return max(packed_length(example, self.model.architecture), cap + 1)
 
@@ -193,38 +196,7 @@ SECTION_KEYS = {
     "split": ("unit", "train", "buckets", "eval_examples", "per_length", "eval_seed", "validation_examples", "validation_seed"),
     "metrics": ("names", "primary"),
     **{name: tuple(f.name for f in fields(cls)) for name, cls in (("model", ModelConfig), ("training", TrainingConfig), ("decoding", DecodingConfig))},
-}  # every key a task card may set, by section (a card's [params] are its task family's)
-
-
-def apply_overrides(task: dict, encoding: dict, overrides: list[str]) -> None:
-    """Apply ``key=value`` overrides in place. ``encoding.NAME=V`` sets an encoding param;
-    ``SECTION.NAME=V`` sets a field of the task card (e.g. ``training.steps=200``).
-    Values are TOML literals (``3``, ``0.1``, ``true``, ``[1, 8]``); anything else is a string.
-
-    A key may be one the card sets or any setting of the protocol's sections (``training.target``
-    on a card that sets none, ``decoding.beam_size``).
-
-    Raises:
-        ValueError: for a malformed override or an unknown task-card key (listing the known keys).
-    """
-    for override in overrides:
-        key, sep, raw = override.partition("=")
-        path = key.strip().split(".")
-        if not sep or len(path) != 2 or not all(path):
-            raise ValueError(f"--set expects SECTION.KEY=VALUE (e.g. training.steps=200 or encoding.delta=0.05); got {override!r}")
-        section, field = path
-        value = parse_value(raw.strip())
-        if section == "encoding":
-            encoding["params"][field] = value
-            continue
-        card_keys = task.get(section) if isinstance(task.get(section), dict) else {}
-        if field not in card_keys and field not in SECTION_KEYS.get(section, ()):
-            known = sorted(
-                {f"{s}.{k}" for s, body in task.items() if isinstance(body, dict) for k in body}
-                | {f"{s}.{k}" for s, keys in SECTION_KEYS.items() for k in keys}
-            )
-            raise ValueError(f"task card '{task['name']}' has no key {key!r}; known keys: {', '.join(known)}, or encoding.<param>")
-        task.setdefault(section, {})[field] = value
+}  # every key a task card may set, by section (a card's [params] are its task family's), and so every key --set may set
 
 
 def length_bucket(bounds, what: str, spread: bool = True) -> LengthBucket:
@@ -263,18 +235,12 @@ def _section(card: dict, name: str, cls):
 
 def _check_range(key: str, value, spec: Field) -> None:
     """Raise ValueError naming ``key`` unless ``value`` lies in the range of the field's metadata
-    (``at_least``, ``above``, ``below``) or among its ``one_of``."""
+    (``at_least``, ``above``, ``below``: :func:`pebench.core.values.check_range`) or among its ``one_of``."""
     bounds = spec.metadata
     if "one_of" in bounds and value not in bounds["one_of"]:
         raise ValueError(f"{key} must be one of {', '.join(bounds['one_of'])}; got {value!r}")
-    if (
-        ("at_least" in bounds and value < bounds["at_least"])
-        or ("above" in bounds and value <= bounds["above"])
-        or ("below" in bounds and value >= bounds["below"])
-    ):
-        kind = "an integer" if isinstance(spec.default, int) and not isinstance(spec.default, bool) else "a number"
-        limits = [f"{sign} {bounds[name]}" for name, sign in (("at_least", ">="), ("above", ">"), ("below", "<")) if name in bounds]
-        raise ValueError(f"{key} must be {kind} {' and '.join(limits)}; got {value!r}")
+    kind = "an integer" if isinstance(spec.default, int) and not isinstance(spec.default, bool) else "a number"
+    check_range(key, value, kind=kind, **{name: bounds[name] for name in ("at_least", "above", "below") if name in bounds})
 
 
 def resolve(card: dict, data_dir: Path | None = None) -> Protocol:
@@ -313,8 +279,8 @@ def resolve(card: dict, data_dir: Path | None = None) -> Protocol:
         raise ValueError(f"split.validation_examples must be at least 1; got {split['validation_examples']}")
     model = _section(card, "model", ModelConfig)
     decoding = _section(card, "decoding", DecodingConfig)
-    if decoding.strategy == "beam" and model.architecture != "encoder_decoder":
-        raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is {model.architecture!r}: use "greedy"')
+    if decoding.strategy == "beam" and model.architecture != Architecture.ENCODER_DECODER:
+        raise ValueError(f'decoding.strategy = "beam" decodes an encoder-decoder; this task\'s model is \'{model.architecture}\': use "greedy"')
     family = plugin(TASKS, card["family"])
     reads_data = "data_dir" in inspect.signature(family).parameters
     task = family(**card.get("params", {}), **({"data_dir": data_dir} if reads_data else {}))

@@ -71,10 +71,8 @@ def attention_tiles(q: Tensor, k: Tensor, causal: bool, pair_values: int | None 
     Does Not Need O(n^2) Memory", sec. 2), without their key chunking, so each block's softmax
     is whole and exact. Causal attention is cut into :data:`CAUSAL_CHUNKS` chunks of query rows,
     each scored against the keys up to its last row only, the others being masked: 5/8 of the
-    scores (the block skipping of fused kernels). Measured on a T5 training step of the d=64
-    decoder (b=32, h=4, s=256, 2 CPU cores): 113 ms in 4 MiB blocks, 120 ms with the whole batch
-    in each chunk, 163 ms with neither blocks nor chunks. On other devices than the CPU the
-    whole batch is one block.
+    scores (the block skipping of fused kernels; ``docs/throughput.md`` has the timings). On
+    other devices than the CPU the whole batch is one block.
 
     Args:
         q: ``[b, h, s_q, d_h]``; k: ``[b, h, s_k, d_h]``.
@@ -171,8 +169,7 @@ class BiasedAttention(torch.autograd.Function):
 
     Why: torch's CPU ``scaled_dot_product_attention`` has no fused kernel that gives the mask a
     gradient. Left to autograd, the blocks' slicing, padding and concatenation cost more than
-    their arithmetic (a training step of the d=64 decoder: 38 ms of attention per layer, 26 ms
-    here, 15 ms for SDPA's fused kernel without a bias; b=32, h=4, s=256, 2 CPU cores).
+    their arithmetic (``docs/throughput.md`` has the timings).
 
     The gradient is FlashAttention's (Dao et al. 2022, "FlashAttention", appendix B.2), with S the
     scaled and masked scores, P = softmax(S), O = P v and dO the output's gradient:

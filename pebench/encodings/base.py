@@ -24,8 +24,8 @@ transformer; a plugin overrides only the hooks it uses, the others are no-ops:
    attention's input at that token (the Forgetting Transformer's forget gates); the model keeps
    it beside the token's key and value (in the cache, in incremental decoding) and passes it to
    :meth:`~PositionalEncoding.attend` as ``key_state``. An encoding that returns None (every
-   encoding but one that overrides the hook) is called without it, so an ``attend`` written
-   before the hook existed keeps working.
+   encoding but one that overrides the hook) is called without it, so an ``attend`` that takes
+   no ``key_state`` keeps working.
 7. Structural positions: positions that only the task knows (a digit's significance in its
    number; :mod:`pebench.tasks.base`). An encoding that sets ``needs_structure = True`` is given
    them in :meth:`~PositionalEncoding.batch_positions` as ``structure`` ``[b, s]`` and returns
@@ -55,6 +55,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from pebench.core.values import broken_bounds, check_even
 from pebench.encodings.attention import scaled_dot_product
 
 
@@ -85,8 +86,8 @@ class Geometry:
         n_heads: attention heads h (d_h = d / h).
         sites: every attention site of the model, in a fixed order.
         max_length: the longest sequence (tokens, one stack) the task will present.
-        train_length: the longest sequence seen in training (None: unknown, taken as
-            ``max_length``); RoPE scaling and randomized positions use it.
+        train_length: the longest sequence (tokens, one stack) seen in training, as the model
+            is told it (None: unknown); an encoding reads :attr:`training_length`.
     """
 
     d_model: int
@@ -97,6 +98,8 @@ class Geometry:
 
     @property
     def training_length(self) -> int:
+        """L, the longest training sequence an encoding plans for: ``train_length``, or
+        ``max_length`` where it is unknown (RoPE scaling, CoPE's and FLOATER's position counts)."""
         return self.train_length or self.max_length
 
     @property
@@ -250,15 +253,14 @@ def require_range(encoding: str, name: str, value: float, *, above: float | None
     """Raise ValueError naming ``encoding``, its parameter ``name`` and what it accepts, unless
     ``value`` is above ``above`` and at least ``at_least`` (the plugins' check of their card
     parameters, made when the model is built: before any training)."""
-    if (above is not None and not value > above) or (at_least is not None and not value >= at_least):
-        bound = f"> {above}" if above is not None else f">= {at_least}"
-        raise ValueError(f"{encoding} needs {name} {bound}; got {value}")
+    limits = broken_bounds(value, at_least=at_least, above=above)
+    if limits:
+        raise ValueError(f"{encoding} needs {name} {limits}; got {value}")
 
 
 def require_even(value: int, what: str, encoding: str) -> None:
-    """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs)."""
-    if value % 2:
-        raise ValueError(f"{encoding} pairs features two by two, so {what} must be even; got {value}")
+    """Raise ValueError unless ``value`` is even (sinusoid and rotation pairs); ``what`` names it."""
+    check_even(what, value, f"{encoding} pairs features two by two")
 
 
 def inverse_softplus(value: float) -> float:

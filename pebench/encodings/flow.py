@@ -24,13 +24,11 @@ The dynamics, against the sources:
 - pebench bounds the flow: h(t, p) = tanh(g(t, p)) - p. This is a pebench choice, not the
   paper's or the code's. Their h is unbounded: a ReLU network of unit gain grows p about like
   e^t, and the authors never met it, their sequences ending at 255 positions, t <= 2.55 with
-  their Delta = 0.01. Extrapolation is pebench's question: with the unbounded h, max |p| reached
-  4e5-3e8 at 256 positions with Delta = 0.1 and was not finite at 1,024 (d = 64, at
-  initialisation), and 3.6e2-4.1e2 at 1,040 positions (16x wmt_long's training length) even with
-  the code's Delta = 0.01 (d = 256). With the tanh and the unit leak -p, each component obeys
-  dp_i/dt <= 1 - p_i, so |p_i(t)| <= max(|p_i(0)|, 1) at every t, for any weights: at any length,
-  before and after training, p stays finite and of the scale of the token embeddings (whose
-  entries the model scales to unit variance).
+  their Delta = 0.01. Extrapolation is pebench's question, and with the unbounded h, p overflows
+  at the lengths pebench evaluates (``docs/encodings.md`` has the figures). With the tanh and
+  the unit leak -p, each component obeys dp_i/dt <= 1 - p_i, so |p_i(t)| <= max(|p_i(0)|, 1) at
+  every t, for any weights: at any length, before and after training, p stays finite and of the
+  scale of the token embeddings (whose entries the model scales to unit variance).
 - Delta = 0.1, the paper's text (the code's 0.01 leaves the bounded flow 0.01 of t between
   neighbouring positions: at most 0.02 of change, too little to tell them apart).
 - p(0) is drawn N(0, init_std^2) per channel (the code: Xavier-uniform over all channels, about
@@ -144,9 +142,8 @@ def rk4_knots(dynamics: nn.Module, state: Tensor, first: int, last: int, spacing
 
 class CompiledStep:
     """:func:`rk4_step` under ``torch.compile``, the step's time passed as a 0-d tensor (a Python
-    float would be specialised: one compilation per step time). On 2 CPU cores (d=64, 4 sites,
-    256 positions, 1 thread) the solve and its backward took 47 ms against 87 eagerly, after
-    24 s of compilation: it pays back after about 600 training steps (``benchmarks/flow_solver.py``)."""
+    float would be specialised: one compilation per step time). It trades a compilation per
+    shape for faster steps (``docs/throughput.md`` has the timings; ``benchmarks/flow_solver.py``)."""
 
     def __init__(self):
         self.compiled = torch.compile(rk4_step, dynamic=False)
@@ -185,8 +182,7 @@ class Flow(PositionalEncoding):
         adjoint: backpropagate with the adjoint method (torchdiffeq backend; memory O(1) in the
             solver steps, at the cost of a second solve) instead of through the solver's steps.
         compile: run the pebench backend's RK4 step compiled (:class:`CompiledStep`; off by
-            default: the compilation takes tens of seconds, paid back after some 600 training
-            steps on 2 CPU cores).
+            default: the compilation pays back only over many training steps).
         hidden: width of h's hidden layer; default d.
         init_std: standard deviation of the initial values p(0).
     Raises:
@@ -378,8 +374,7 @@ class Flow(PositionalEncoding):
         """Keep ``solution`` ``[n, C, d]`` and its pieces ``[n, count, d]``, one per span of
         :attr:`spans`, made by one split: in training the hooks' gradients then meet in one
         concatenation, where a slice per hook would each write a zero-filled ``[n, C, d]``
-        gradient (backward of all hooks at 36 sites, n = 1024, d = 512, 2 CPU cores: 5.4-5.6 s
-        with slices, 0.2-0.5 s with the split). With ``check``, first make sure it is finite."""
+        gradient (``docs/throughput.md`` has the timings). With ``check``, first make sure it is finite."""
         if check:
             self._check_finite(solution)
         self._solution = solution

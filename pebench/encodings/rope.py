@@ -43,17 +43,19 @@ def rotate(x: Tensor, pos: Tensor, inv_freq: Tensor) -> Tensor:
     Written as [x_2, x_1] * [-sin, sin] + x * [cos, cos] (x_1, x_2 the halves of x): [x_2, x_1]
     is x rolled by d_h/2, whose gradient is one roll back (the halves' slices would each
     materialise a zero-filled gradient of x's size), and the products accumulate in place into
-    that one new tensor: three passes over x, one allocation (forward and backward 1.4x faster
-    than with sliced halves and 2x than rotating each half separately, at the benchmark's
-    decoder shape)."""
+    that one new tensor: three passes over x, one allocation (``docs/throughput.md`` has the
+    timings)."""
     angles = pos.float()[..., None, :, None] * inv_freq  # [(b,) 1, s, d_h/2]: broadcast over the heads
     cos, sin = angles.cos(), angles.sin()
     cos, sin = torch.cat((cos, cos), dim=-1).to(x.dtype), torch.cat((-sin, sin), dim=-1).to(x.dtype)  # [(b,) 1, s, d_h]
     return x.roll(x.shape[-1] // 2, dims=-1).mul_(sin).addcmul_(x, cos)
 
 
-def scaled_frequencies(method: str, d_head: int, base: float, factor: float, train_length: int, alpha: float = 1.0, beta: float = 32.0) -> tuple[Tensor, float]:
-    """(theta'_i ``[d_h/2]``, q/k multiplier) of a RoPE scaling ``method`` at factor s."""
+def scaled_frequencies(
+    method: str, d_head: int, base: float, factor: float, training_length: int, alpha: float = 1.0, beta: float = 32.0
+) -> tuple[Tensor, float]:
+    """(theta'_i ``[d_h/2]``, q/k multiplier) of a RoPE scaling ``method`` at factor s, for a
+    model trained on sequences up to ``training_length`` tokens (L)."""
     theta = inverse_frequencies(d_head, base)
     if method == "none" or factor <= 1:
         return theta, 1.0
@@ -61,7 +63,7 @@ def scaled_frequencies(method: str, d_head: int, base: float, factor: float, tra
         return theta / factor, 1.0
     if method == "ntk":
         return inverse_frequencies(d_head, base * factor ** (d_head / (d_head - 2))), 1.0
-    ratio = train_length / (2 * math.pi / theta)  # r_i = L / lambda_i
+    ratio = training_length / (2 * math.pi / theta)  # r_i = L / lambda_i
     ramp = ((ratio - alpha) / (beta - alpha)).clamp(0, 1)  # gamma(r_i)
     return (1 - ramp) * theta / factor + ramp * theta, 0.1 * math.log(factor) + 1
 
@@ -101,11 +103,11 @@ class RoPE(PositionalEncoding):
         self.multiplier = 1.0
 
     def plan(self, length: int) -> dict:
-        train_length = self.geometry.training_length
+        training_length = self.geometry.training_length
         factor = 1.0
-        if self.scaling != "none" and length > train_length:
-            factor = self.factor or length / train_length
-        inv_freq, self.multiplier = scaled_frequencies(self.scaling, self.geometry.d_head, self.base, factor, train_length, *self.yarn)
+        if self.scaling != "none" and length > training_length:
+            factor = self.factor or length / training_length
+        inv_freq, self.multiplier = scaled_frequencies(self.scaling, self.geometry.d_head, self.base, factor, training_length, *self.yarn)
         self.inv_freq = inv_freq.to(self.inv_freq.device)
         if self.scaling == "none":
             return {}

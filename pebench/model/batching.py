@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from pebench.model.architecture import Architecture
 from pebench.model.transformer import PAD
 from pebench.tasks.base import Example
 
@@ -28,6 +29,8 @@ BOS, SEP, EOS = 1, 2, 3
 PLACEHOLDER = SEP  # an encoder-only model's output slot
 FIRST_SYMBOL = 4
 IGNORE = -100
+LANGUAGE_MODEL = "language_model"  # the pack format of a token stream's windows; every other format is an Architecture
+STRUCTURED = (Architecture.DECODER, Architecture.ENCODER)  # what structural positions serve: one stack reads source and outputs
 
 
 @dataclass
@@ -70,20 +73,20 @@ def _pad(rows: list[list[int]], value: int) -> Tensor:
     return torch.tensor([row + [value] * (width - len(row)) for row in rows], dtype=torch.long)
 
 
-def pack(examples: list[Example], architecture: str) -> Batch:
-    """Input tensors and labels for ``examples`` under ``architecture``, or ``"language_model"``:
+def pack(examples: list[Example], architecture: Architecture | str) -> Batch:
+    """Input tensors and labels for ``examples`` under ``architecture``, or :data:`LANGUAGE_MODEL`:
     windows of text, the model reading all but the last token and predicting each next one."""
-    if architecture == "language_model":
+    if architecture == LANGUAGE_MODEL:
         windows = [_symbols(e.source) for e in examples]
         tokens = _pad([w[:-1] for w in windows], PAD)
         return Batch(tokens, _pad([w[1:] for w in windows], IGNORE), None, tokens)
-    if architecture == "decoder":
+    if architecture == Architecture.DECODER:
         full = [[BOS, *_symbols(e.source), SEP, *_symbols(e.target), EOS] for e in examples]
         prompt = [len(e.source) + 1 for e in examples]  # labels before SEP's successor are not scored
         labels = [[IGNORE] * p + row[p + 1 :] for row, p in zip(full, prompt)]
         structure = structure_rows(examples, [len(e.target) for e in examples], architecture)
         return Batch(_pad([row[:-1] for row in full], PAD), _pad(labels, IGNORE), None, prompts(examples)[0], structure)
-    if architecture == "encoder":
+    if architecture == Architecture.ENCODER:
         rows = [[*_symbols(e.source), *[PLACEHOLDER] * e.slots] for e in examples]
         labels = [[IGNORE] * len(e.source) + _slot_labels(e) for e in examples]
         structure = structure_rows(examples, [e.slots for e in examples], architecture)
@@ -99,7 +102,7 @@ def prompts(examples: list[Example]) -> tuple[Tensor, Tensor]:
     return _pad(rows, PAD), torch.tensor([len(row) for row in rows])
 
 
-def structure_rows(examples: list[Example], outputs: list[int], architecture: str, width: int | None = None) -> Tensor | None:
+def structure_rows(examples: list[Example], outputs: list[int], architecture: Architecture, width: int | None = None) -> Tensor | None:
     """The structural positions of each example's tokens as the model reads them, with
     ``outputs[i]`` output tokens after example i's source (its target in teacher forcing; as many
     as it may generate in decoding): decoder-only ``0 (BOS), structure, 0 (SEP), 1, 2, ...``,
@@ -115,32 +118,32 @@ def structure_rows(examples: list[Example], outputs: list[int], architecture: st
         return None
     if not all(present):
         raise ValueError("some examples of the batch carry structural positions and others do not; a task gives them to all its examples or none")
-    if architecture not in ("decoder", "encoder"):
-        raise ValueError(f"structural positions serve decoder-only and encoder-only models; got architecture {architecture!r}")
-    prompt = (lambda e: [0, *e.structure, 0]) if architecture == "decoder" else (lambda e: list(e.structure))
+    if architecture not in STRUCTURED:
+        raise ValueError(f"structural positions serve decoder-only and encoder-only models; got architecture '{architecture}'")
+    prompt = (lambda e: [0, *e.structure, 0]) if architecture == Architecture.DECODER else (lambda e: list(e.structure))
     rows = [prompt(e) + list(range(1, n + 1)) for e, n in zip(examples, outputs)]
     width = width or max(map(len, rows))
     return torch.tensor([row + [0] * (width - len(row)) for row in rows], dtype=torch.long)
 
 
-def target_tokens(example: Example, architecture: str = "decoder") -> list[int]:
+def target_tokens(example: Example, architecture: Architecture = Architecture.DECODER) -> list[int]:
     """The tokens a model must output for ``example``: its target, then EOS; one-pass
     (encoder-only) outputs end with EOS only where the example has slots for it."""
-    if architecture == "encoder" and example.slots == len(example.target):
+    if architecture == Architecture.ENCODER and example.slots == len(example.target):
         return _symbols(example.target)
     return [*_symbols(example.target), EOS]
 
 
 def _slot_labels(example: Example) -> list[int]:
     """The labels of an encoder-only example's slots: the target tokens, IGNORE after them."""
-    scored = target_tokens(example, "encoder")
+    scored = target_tokens(example, Architecture.ENCODER)
     return scored + [IGNORE] * (example.slots - len(scored))
 
 
-def packed_length(example: Example, architecture: str) -> int:
+def packed_length(example: Example, architecture: Architecture) -> int:
     """The longest sequence (either stack) the model reads for ``example``."""
-    if architecture == "decoder":
+    if architecture == Architecture.DECODER:
         return len(example.source) + len(example.target) + 2
-    if architecture == "encoder":
+    if architecture == Architecture.ENCODER:
         return len(example.source) + example.slots
     return max(len(example.source), len(example.target)) + 1

@@ -30,18 +30,22 @@ from torch import Tensor, nn
 
 from pebench.encodings.attention import autocast_state, causal_mask
 from pebench.encodings.base import Geometry, PositionalEncoding, Site, StructureError
+from pebench.model.architecture import Architecture
 
 PAD = 0
-ARCHITECTURES = ("decoder", "encoder_decoder", "encoder")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Model shape. ``architecture`` is ``"decoder"`` (causal, decoder-only),
-    ``"encoder_decoder"`` or ``"encoder"`` (bidirectional, one-pass outputs); ``n_layers``
-    counts the blocks of each stack."""
+    """Model shape. ``architecture``: an :class:`~pebench.model.architecture.Architecture` or its
+    value (a card's ``"decoder"``, ``"encoder_decoder"`` or ``"encoder"``), held as the member;
+    ``n_layers`` counts the blocks of each stack.
 
-    architecture: str = "decoder"
+    Raises:
+        ValueError: for an unknown architecture, or a ``d_model`` that ``n_heads`` does not divide.
+    """
+
+    architecture: Architecture = Architecture.DECODER
     d_model: int = field(default=64, metadata={"at_least": 1})  # metadata: the range a task card may set
     n_heads: int = field(default=4, metadata={"at_least": 1})
     n_layers: int = field(default=2, metadata={"at_least": 1})
@@ -49,17 +53,19 @@ class ModelConfig:
     dropout: float = field(default=0.0, metadata={"at_least": 0, "below": 1})
 
     def __post_init__(self):
-        if self.architecture not in ARCHITECTURES:
-            raise ValueError(f"architecture must be one of {ARCHITECTURES}; got {self.architecture!r}")
+        known = tuple(member.value for member in Architecture)
+        if self.architecture not in known:
+            raise ValueError(f"architecture must be one of {known}; got {self.architecture!r}")
+        object.__setattr__(self, "architecture", Architecture(self.architecture))  # frozen: the card's string becomes its member
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of n_heads ({self.n_heads})")
 
     def sites(self) -> tuple[Site, ...]:
         """Every attention site of the model, in the order the model runs them."""
-        if self.architecture == "decoder":
+        if self.architecture == Architecture.DECODER:
             return tuple(Site("decoder", i, "self") for i in range(self.n_layers))
         encoder = [Site("encoder", i, "self") for i in range(self.n_layers)]
-        if self.architecture == "encoder":
+        if self.architecture == Architecture.ENCODER:
             return tuple(encoder)
         decoder = [Site("decoder", i, kind) for i in range(self.n_layers) for kind in ("self", "cross")]
         return tuple(encoder + decoder)
@@ -131,10 +137,8 @@ def project(linear: nn.Linear, x: Tensor, bias: Tensor | None) -> Tensor:
     Returns ``[b, s, d_out]``.
 
     The bias is added within the product, as ``nn.Linear`` adds its own: one ``baddbmm`` whose
-    output starts from the biases. A separate addition, a pass of its own over the output and
-    over its gradient, made FLOATER's key-value projection of the d=64 decoder (b=32, s=256,
-    2 CPU cores) take 4.7-6.4 ms forward and backward, against 2.4 ms here and 2.5 ms with no
-    position bias at all. The weight and the biases are cast to the product's dtype (autocast's,
+    output starts from the biases, where a separate addition would be a pass of its own over the
+    output and over its gradient (``docs/throughput.md`` has the timings). The weight and the biases are cast to the product's dtype (autocast's,
     else the weight's) before they are broadcast over the batch, so that the cast copies them
     once, not once per example.
 
@@ -193,10 +197,10 @@ class Transformer(nn.Module):
         self.config, self.encoding = config, encoding
         self.embedding = nn.Embedding(vocab_size, config.d_model, padding_idx=PAD)
         nn.init.normal_(self.embedding.weight, std=config.d_model**-0.5)
-        encoder_decoder, has_encoder = config.architecture == "encoder_decoder", config.architecture != "decoder"
+        encoder_decoder, has_encoder = config.architecture == Architecture.ENCODER_DECODER, config.architecture != Architecture.DECODER
         self.encoder = nn.ModuleList(Block(config, "encoder", i, False) for i in range(config.n_layers)) if has_encoder else None
         self.encoder_norm = nn.LayerNorm(config.d_model) if has_encoder else None
-        has_decoder = config.architecture != "encoder"
+        has_decoder = config.architecture != Architecture.ENCODER
         self.decoder = nn.ModuleList(Block(config, "decoder", i, encoder_decoder) for i in range(config.n_layers)) if has_decoder else None
         self.decoder_norm = nn.LayerNorm(config.d_model) if has_decoder else None
 

@@ -34,9 +34,11 @@ def runs_dir(results: Path) -> Path:
     return Path(results) / RUNS
 
 
-def record_path(results: Path, task: str, encoding: str, seed: int, config: str = "") -> Path:
-    """Where the record of (task, encoding, seed) lives; ``config``: the short hash of its
-    changed settings ("" for the cards' own)."""
+def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
+    """Where the record of (task, encoding, seed) with the changed ``settings`` lives
+    (:func:`pebench.config.overrides.changed_settings`; {} for the cards' own): ``seed<k>.json``,
+    or ``seed<k>-<hash>.json`` with their :func:`settings_hash`."""
+    config = settings_hash(settings)
     return runs_dir(results) / task / encoding / f"seed{seed}{'-' + config if config else ''}.json"
 
 
@@ -78,7 +80,7 @@ def slurm_dir(results: Path) -> Path:
 
 
 def settings_hash(settings: dict) -> str:
-    """A short stable hash of :func:`pebench.config.cards.changed_settings` ("" for the cards' own configuration),
+    """A short stable hash of :func:`pebench.config.overrides.changed_settings` ("" for the cards' own configuration),
     for record file names and report labels."""
     if not settings:
         return ""

@@ -3,7 +3,7 @@ validated and written atomically, read back into the same type.
 
 Path: ``<results>/runs/<task>/<encoding>/seed<k>.json``; a run whose resolved settings differ
 from the cards' (``--set``) is another configuration and gets ``seed<k>-<hash>.json``, the hash
-of those settings (:func:`pebench.config.cards.changed_settings`), so it never overwrites the card's own
+of those settings (:func:`pebench.config.overrides.changed_settings`), so it never overwrites the card's own
 run, and equal settings however spelled share one file. A record is written once, complete,
 through a temporary file in the same folder and ``os.replace``: a crash or kill leaves the old
 record or none, never half of one.
@@ -32,11 +32,6 @@ from pebench.records import paths as layout
 from pebench.records.paths import settings_hash
 from pebench.records.types import RunRecord
 from pebench.records.versions import PROTOCOL_VERSION, SCHEMA_VERSION
-
-
-def record_path(results: Path, task: str, encoding: str, seed: int, settings: dict) -> Path:
-    """Where the record of a run with the changed ``settings`` lives (:mod:`pebench.records.paths`)."""
-    return layout.record_path(results, task, encoding, seed, settings_hash(settings))
 
 
 @functools.cache

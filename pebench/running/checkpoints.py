@@ -25,11 +25,13 @@ from pathlib import Path
 
 import torch
 
-from pebench.config.cards import changed_settings, encoding_card, task_card, with_plugin_defaults
-from pebench.config.protocol import apply_overrides, resolve
+from pebench.config.cards import encoding_card, task_card, with_plugin_defaults
+from pebench.config.overrides import apply_overrides, changed_settings
+from pebench.config.protocol import SECTION_KEYS, resolve
 from pebench.core.registry import ENCODINGS, origin
 from pebench.records import paths as layout
-from pebench.records.store import SCHEMA_VERSION, new_record, record_path, record_problem, write_atomically, write_record
+from pebench.records.paths import record_path
+from pebench.records.store import SCHEMA_VERSION, new_record, record_problem, write_atomically, write_record
 from pebench.records.types import RunRecord
 from pebench.running.devices import environment
 from pebench.running.evaluation import evaluate
@@ -88,7 +90,7 @@ def plan_evaluation(path: Path, overrides: list[str], results: Path) -> tuple[Ru
                 f"and decoding.* (to change {key}, train anew with pebench run)"
             )
     task = copy.deepcopy(dict(source.task))
-    apply_overrides(task, {"params": {}}, overrides)
+    apply_overrides(task, {"params": {}}, overrides, SECTION_KEYS)
     cards = (task_card(task["name"]), with_plugin_defaults(encoding_card(source.encoding["name"])))
     settings = changed_settings(task, source.encoding, *cards)
     return source, task, settings, record_path(results, task["name"], source.encoding["name"], source.seed, settings)

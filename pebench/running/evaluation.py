@@ -37,6 +37,7 @@ import torch
 from pebench.config.protocol import Protocol
 from pebench.core.metrics import exact_match, sequence_accuracy, text_scores
 from pebench.encodings.base import PositionLimitError
+from pebench.model.architecture import Architecture
 from pebench.model.batching import EOS, FIRST_SYMBOL, IGNORE, pack, prompts, structure_rows, target_tokens
 from pebench.model.decoding import continue_prompts, generate
 from pebench.model.transformer import PAD, Transformer
@@ -103,10 +104,10 @@ def predict(model: Transformer, protocol: Protocol, examples: list[Example], dev
 def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], device: torch.device) -> tuple[list[list[int]], int]:
     """The outputs of one batch, by the architecture's way, and the input tokens read."""
     architecture = protocol.model.architecture
-    if architecture == "encoder":
+    if architecture == Architecture.ENCODER:
         return one_pass(model, batch, device), sum(len(e.source) + e.slots for e in batch)
     caps = torch.tensor([protocol.output_cap(e) for e in batch], device=device)
-    if architecture == "decoder":
+    if architecture == Architecture.DECODER:
         prompt, lengths = prompts(batch)
         structure = structure_rows(batch, caps.tolist(), architecture, int((lengths + caps.cpu()).max()))
         structure = structure.to(device) if structure is not None else None
@@ -118,9 +119,9 @@ def _outputs(model: Transformer, protocol: Protocol, batch: list[Example], devic
 def one_pass(model: Transformer, examples: list[Example], device: torch.device) -> list[list[int]]:
     """An encoder-only model's outputs: the argmax at each example's slots, as many as its
     target tokens (the slots after an end token are not scored)."""
-    batch = pack(examples, "encoder").to(device)
+    batch = pack(examples, Architecture.ENCODER).to(device)
     predicted = model(batch.tokens, identity=batch.identity, structure=batch.structure).argmax(-1).tolist()
-    return [row[len(e.source) : len(e.source) + len(target_tokens(e, "encoder"))] for row, e in zip(predicted, examples)]
+    return [row[len(e.source) : len(e.source) + len(target_tokens(e, Architecture.ENCODER))] for row, e in zip(predicted, examples)]
 
 
 @torch.no_grad()
@@ -329,14 +330,14 @@ class LanguageModelScorer(Scorer):
 
     def validation(self, model: Transformer, examples: list[Example], device: torch.device) -> Scores:
         """Perplexity on the task's validation text at the training length."""
-        length = self.protocol.train_length()
+        length = self.protocol.longest_training_sequence()
         model.encoding.plan(length)
         with seeded(f"{self.protocol.validation_seed}:validation", device):
             return score_length(model, self.protocol.task.validation_ids, length, length, self._batch_tokens(), device)[0]
 
     def _batch_tokens(self) -> int:
         """Tokens per evaluation forward pass: eval_batch_size training windows."""
-        return self.protocol.training.eval_batch_size * self.protocol.train_length()
+        return self.protocol.training.eval_batch_size * self.protocol.longest_training_sequence()
 
 
 SCORERS: dict[str, type[Scorer]] = {"generated": ExampleScorer, "one_pass": ExampleScorer, "text": TextScorer, "language_model": LanguageModelScorer}

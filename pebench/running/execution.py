@@ -20,11 +20,13 @@ from pathlib import Path
 
 import torch
 
-from pebench.config.cards import changed_settings, encoding_card, task_card, with_plugin_defaults
-from pebench.config.protocol import Protocol, apply_overrides, resolve
+from pebench.config.cards import encoding_card, task_card, with_plugin_defaults
+from pebench.config.overrides import apply_overrides, changed_settings
+from pebench.config.protocol import SECTION_KEYS, Protocol, resolve
 from pebench.core.registry import ENCODINGS, TASKS, PluginConflictError, UnknownNameError, origin, plugin, same_code
 from pebench.records import paths as layout
-from pebench.records.store import card_identity, git_commit, json_safe, new_record, record_path, write_record
+from pebench.records.paths import record_path
+from pebench.records.store import card_identity, git_commit, json_safe, new_record, write_record
 from pebench.records.types import RunRecord
 from pebench.running import checkpoints
 from pebench.running.distributed import ONE_PROCESS, Distributed
@@ -96,7 +98,7 @@ def plan(
     git_commit()  # read now, while the checkout still holds the code this process loaded
     task, encoding = task_card(task_name), encoding_card(encoding_name)
     cards = (task_card(task_name), with_plugin_defaults(encoding))
-    apply_overrides(task, encoding, overrides)
+    apply_overrides(task, encoding, overrides, SECTION_KEYS)
     encoding = with_plugin_defaults(encoding)
     settings = changed_settings(task, encoding, *cards)
     resolved = {} if resolved is None else resolved

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from pebench.config.protocol import Protocol, TrainingConfig
 from pebench.core.registry import build_encoding
 from pebench.encodings.base import StructureError
-from pebench.model.batching import FIRST_SYMBOL, IGNORE, Batch, pack
+from pebench.model.batching import FIRST_SYMBOL, IGNORE, STRUCTURED, Batch, pack
 from pebench.model.transformer import Transformer
 from pebench.records.types import CurvePoint, TrainingSummary
 from pebench.running.devices import autocast, environment, sync_device
@@ -63,9 +63,9 @@ def build_model(protocol: Protocol, encoding_card: dict, max_length: int, train_
     """
     geometry = protocol.model.geometry(max_length, train_length)
     encoding = build_encoding(encoding_card, geometry)
-    if encoding.needs_structure and not (protocol.task.structural and protocol.model.architecture in ("decoder", "encoder")):
+    if encoding.needs_structure and not (protocol.task.structural and protocol.model.architecture in STRUCTURED):
         lacks = (
-            f"its model is {protocol.model.architecture!r}, and they serve decoder-only and encoder-only models"
+            f"its model is '{protocol.model.architecture}', and they serve decoder-only and encoder-only models"
             if protocol.task.structural
             else "it supplies none (a task gives them per token, e.g. each digit's significance)"
         )
@@ -314,7 +314,7 @@ def set_up(protocol: Protocol, encoding_card: dict, seed: int) -> RunSetup:
     sets = protocol.evaluation_sets()
     validation = protocol.validation_set()
     protocol.check_output_caps({**{f"bucket {bucket.label}": examples for bucket, examples in sets.items()}, "validation": validation})
-    train_length = protocol.train_length()
+    train_length = protocol.longest_training_sequence()
     if not protocol.kind.on_examples:  # windows of every evaluation length; the validation text at the training length
         longest, validated = max(bucket.hi for bucket in protocol.buckets), train_length
     else:

@@ -17,9 +17,9 @@ zero padding, the loss on the answer only; they score exact match on a grid of o
   the cells), the other half spread over the other cells (i, j) of the grid with max(i, j) = n,
   i and j among the card's ``grid`` lengths (:meth:`LongAddition.at_length`).
 
-Where it differs from McLeish et al.: pebench's model is a small pre-LN decoder trained for
-minutes on 2 CPU cores (theirs: 16 layers, a GPU-day), L = 10 instead of 20, and a coarser grid
-with fewer examples per cell.
+Where it differs from McLeish et al.: pebench's model is a small pre-LN decoder trained for the
+card's budget (theirs: 16 layers, a GPU-day), L = 10 instead of 20, and a coarser grid with
+fewer examples per cell.
 """
 
 from __future__ import annotations

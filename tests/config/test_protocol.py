@@ -1,7 +1,7 @@
 import pytest
 
 from pebench.config.cards import encoding_card, task_card
-from pebench.config.protocol import apply_overrides, resolve
+from pebench.config.protocol import resolve
 from pebench.core.registry import UnknownNameError
 
 
@@ -25,19 +25,6 @@ def card(**split):
 def test_impossible_splits_say_why(split, message):
     with pytest.raises(ValueError, match=message):
         resolve(card(**split))
-
-
-def test_overrides_set_task_and_encoding_values():
-    task, encoding = task_card("copy"), encoding_card("flow")
-    apply_overrides(task, encoding, ["training.steps=7", "encoding.delta=0.05", "split.train=[1, 4]"])
-    assert task["training"]["steps"] == 7 and encoding["params"]["delta"] == 0.05 and task["split"]["train"] == [1, 4]
-
-
-def test_unknown_override_lists_known_keys():
-    with pytest.raises(ValueError, match="has no key 'training.stepz'; known keys: .*training.steps"):
-        apply_overrides(task_card("copy"), encoding_card("rope"), ["training.stepz=3"])
-    with pytest.raises(ValueError, match="SECTION.KEY=VALUE"):
-        apply_overrides(task_card("copy"), encoding_card("rope"), ["steps"])
 
 
 def test_unknown_names_list_the_known_ones():

@@ -10,7 +10,8 @@ import torch
 from pebench.running import train as training_module
 from pebench.records.types import to_json
 from pebench.config.cards import encoding_card, task_card
-from pebench.config.protocol import apply_overrides, resolve
+from pebench.config.overrides import apply_overrides
+from pebench.config.protocol import SECTION_KEYS, resolve
 from pebench.running.train import NonFiniteError, set_up, train
 
 CPU = torch.device("cpu")
@@ -18,7 +19,7 @@ CPU = torch.device("cpu")
 
 def protocol(*overrides):
     task = task_card("copy")
-    apply_overrides(task, encoding_card("nope"), ["training.warmup_steps=2", "split.validation_examples=8", *overrides])
+    apply_overrides(task, encoding_card("nope"), ["training.warmup_steps=2", "split.validation_examples=8", *overrides], SECTION_KEYS)
     return resolve(task)
 
 

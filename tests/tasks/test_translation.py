@@ -15,7 +15,8 @@ import torch
 from pebench.config.cards import encoding_card, encoding_cards, task_card
 from pebench.tasks.data import DataNotFoundError, load_wmt14
 from pebench.core.metrics import text_scores
-from pebench.config.protocol import apply_overrides, length_bucket, resolve
+from pebench.config.overrides import apply_overrides
+from pebench.config.protocol import SECTION_KEYS, length_bucket, resolve
 from pebench.core.registry import ENCODINGS, plugins
 from pebench.tasks.tokenization import joint_bpe
 from pebench.running.train import run, set_up
@@ -125,7 +126,7 @@ def test_examples_land_in_the_bucket_of_their_source_subword_length(monkeypatch,
     monkeypatch.setenv("PEBENCH_DATA", str(DATA))
     monkeypatch.setenv("PEBENCH_CACHE", str(bpe_cache))
     card = task_card("wmt_long")
-    apply_overrides(card, {"params": {}}, [TINY_VOCAB])
+    apply_overrides(card, {"params": {}}, [TINY_VOCAB], SECTION_KEYS)
     protocol = resolve(card)
     sets = protocol.evaluation_sets()
     assert sum(len(v) for v in sets.values()) == 3003  # every newstest2014 sentence, each in one bucket
@@ -173,7 +174,7 @@ def tiny_wmt(bpe_cache):
         card = task_card("wmt_long")
         apply_overrides(card, {"params": {}}, ["training.steps=2", "training.batch_size=8", "split.eval_examples=3", TINY_VOCAB,
                                                 "model.d_model=16", "model.d_ff=32", "model.n_layers=1", "decoding.max_length_b=2",
-                                                "split.validation_examples=3"])
+                                                "split.validation_examples=3"], SECTION_KEYS)
         return resolve(card)
 
 
