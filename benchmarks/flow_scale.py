@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 import torch
 from tabulate import tabulate
 
 from pebench.running import execution
-from pebench.tasks.data import DATA_ENV
 from pebench.running.devices import resolve_device
-from pebench.records.store import USER_RESULTS
+from pebench.records.paths import USER_RESULTS
 from pebench.running.sweep import seeds as parse_seeds
 
 MULTIPLES = (1, 2, 4, 8, 16)
@@ -50,18 +48,16 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
-    if args.data_dir:
-        os.environ[DATA_ENV] = str(args.data_dir)
     torch.set_flush_denormal(True)
     rows = []
     for seed in parse_seeds(args.seeds):
-        planned = execution.plan(args.task, args.encoding, seed, args.overrides, args.results)
+        planned = execution.plan(args.task, args.encoding, seed, args.overrides, args.results, data_dir=args.data_dir)
         setup, data_seconds = execution.prepare(planned)
         length = setup.sequence_lengths["train"]
         rows.append({"seed": seed, "stage": "initialisation", "train length": length, **max_abs_position(setup.model.encoding, MULTIPLES, length)})
         record = execution.execute(planned, setup, resolve_device("cpu"), False, data_seconds)
-        if record["status"] != "ok":
-            raise SystemExit(f"{planned.label} failed: {record['error']['message']}")
+        if record.status != "ok":
+            raise SystemExit(f"{planned.label} failed: {record.error['message']}")
         rows.append({"seed": seed, "stage": "trained", "train length": length, **max_abs_position(setup.model.encoding.cpu(), MULTIPLES, length)})
         print(tabulate(rows[-2:], headers="keys", floatfmt=".3g"), flush=True)
     out = args.out or args.results / "flow_scale" / f"{args.task}.json"

@@ -2,7 +2,7 @@
 
     python benchmarks/throughput.py            # the full table (about 20 minutes on 2 CPU cores)
     python benchmarks/throughput.py --quick    # a smoke test
-See pebench/bench.py for what is measured and how.
+See pebench/bench/throughput.py for what is measured and how.
 """
 
 import sys

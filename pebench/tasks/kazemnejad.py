@@ -39,7 +39,7 @@ The ten functions (Hupkes et al. 2020, table 1):
   ``remove_second`` (x).
 
 :func:`interpret` is checked against every pair of PCFG SET's dev and test sets and its
-productivity test set (``../shared/data/pcfgset``; tests/test_kazemnejad.py).
+productivity test set (``../shared/data/pcfgset``; tests/tasks/test_kazemnejad.py).
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def test_an_edited_or_version_bumped_plugin_makes_its_records_stale(tmp_path):
         assert out.returncode == 0, out.stderr
         return out.stderr
 
-    assert "(1 missing)" in sweep()  # an unchanged plugin's record stays done: tests/test_sweep.py
+    assert "(1 missing)" in sweep()  # an unchanged plugin's record stays done: tests/running/test_sweep.py
     [path] = (results / "runs" / "copy" / "steady").glob("*.json")
     first = json.loads(path.read_text())
     module = site / "steady_plugin.py"
