@@ -1,6 +1,6 @@
 """Cards: named TOML configurations of encodings (``encodings/*.toml``), tasks (``tasks/*.toml``)
-and suites (``suites/*.toml``), and their discovery; ``--set`` overrides of them are
-:mod:`pebench.config.overrides`'.
+and suites (``suites/*.toml``), and their discovery (``--set`` overrides of them:
+:mod:`pebench.config.overrides`).
 
 An encoding card names a plugin and its params::
 
