@@ -15,7 +15,7 @@ evaluation forward: the most bytes of tensors the call allocated and held at onc
 was held before it. On CUDA from torch's peak allocated bytes; on CPUs from every allocation and
 free that torch's profiler records during the call (``profile_memory``), summed in time order.
 The process's resident set would not do: the allocator keeps freed blocks for reuse, and the
-kernel may reclaim other pages during the call (both were seen here, reading 0 MiB).
+kernel may reclaim other pages during the call.
 
 glibc's mmap threshold is held at 1 MiB while memory is measured, so that every large tensor is
 a mapping of its own, returned to the system when freed, and at 32 MiB (glibc's own upper bound,
@@ -103,7 +103,7 @@ class Settings:
 
     shapes: tuple[Shape, ...] = FULL
     tokens_per_batch: int = 8192
-    rounds: int = 10  # 3 runs each (dec 256, 2 CPU cores): training ratios to NoPE spread up to 8% with 5 rounds, 5% with 10
+    rounds: int = 10  # timed rounds after the warm-up round (docs/throughput.md: why 10)
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     model_tasks: dict = field(default_factory=lambda: {Architecture.DECODER: "copy", Architecture.ENCODER_DECODER: "wmt_long"})
     encodings: tuple[str, ...] | None = None  # None: every card
