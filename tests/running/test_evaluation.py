@@ -1,5 +1,5 @@
 """A score does not depend on how the evaluation batches its examples: randomized positions are
-drawn for each example at its own length, seeded by the example (issue: batching fix)."""
+drawn for each example at its own length, seeded by the example."""
 
 import dataclasses
 
