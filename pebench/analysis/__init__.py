@@ -5,6 +5,7 @@ they need (:mod:`.seed_plan`), a user's runs beside a baseline (:mod:`.compariso
 tables (:mod:`.tables`), the validity section (:mod:`.validity`), figures (:mod:`.plots`) and the
 files of ``pebench report`` (:mod:`.report`, :mod:`.sections`).
 
-Imports: records, the cards and core; never torch, the model or running (records are read, not
+Imports: records, the cards and ``--set`` settings of :mod:`pebench.config` (its torch-free
+modules) and core; never torch, the model or running (records are read, not
 made, here).
 """

@@ -519,7 +519,7 @@ def environment(settings: Settings) -> dict:
         "tokens_per_batch": settings.tokens_per_batch,
         "rounds": settings.rounds,
         "warmup_rounds": 1,
-        "model_tasks": settings.model_tasks,
+        "model_tasks": {str(architecture): task for architecture, task in settings.model_tasks.items()},  # the cards' strings as keys
         "date": time.strftime("%Y-%m-%d"),
     }
 

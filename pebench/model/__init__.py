@@ -2,6 +2,6 @@
 encoder-decoder or encoder-only), how examples become its batches (:mod:`.batching`) and greedy
 or beam decoding with cached keys and values (:mod:`.decoding`).
 
-Imports: the contracts (:mod:`pebench.encodings`, :mod:`pebench.tasks`), :mod:`pebench.records`
-and :mod:`pebench.core`; never the cards, running or analysis.
+Imports: the contracts below it (:mod:`pebench.encodings`, :mod:`pebench.tasks`) and what they
+import; never the cards, running or analysis.
 """

@@ -3,5 +3,6 @@
 where each file lives under a results folder (:mod:`.paths`), and the versions stamped on it
 (:mod:`.versions`).
 
-Imports: :mod:`pebench.core` only; never torch, so the analysis can read records without it.
+Imports: nothing of pebench's layers but :mod:`pebench.core` (and the package's ``__version__``);
+never torch, so the analysis can read records without it.
 """

@@ -1,0 +1,7 @@
+"""`python -m pebench.cli`: the pebench command, as `python -m pebench`."""
+
+import sys
+
+from pebench.cli import main
+
+sys.exit(main())
