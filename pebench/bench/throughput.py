@@ -31,6 +31,14 @@ Tokens are input tokens: batch x length (decoder-only), batch x 2 x length (enco
 source and target of the same length). On CUDA both passes run under bf16 autocast.
 :func:`run_benchmark` hands over the table after each shape, so that a caller can save it
 (``pebench bench``: :mod:`pebench.cli.bench`).
+
+FLOPs: each contender's training step is counted once, untimed, after its memory is measured,
+with torch's ``FlopCounterMode`` (:class:`StepFlopCounter`: matrix products, SDPA and
+convolutions, forward and backward; what it does not see is in docs/throughput.md), beside the
+cross-check 6ND (:func:`six_nd`). The machine's matmul rate at a shape is that of the model's
+largest product (:class:`ReferenceMatmul`), timed in the training rounds as one more
+contender; a contender's *fraction of the matmul rate* is its counted FLOPs per median step
+second over that rate.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ from typing import TYPE_CHECKING
 import torch
 from tabulate import tabulate
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from pebench.config.cards import encoding_card, encoding_cards, task_card
 from pebench.core.registry import build_encoding
@@ -309,6 +318,89 @@ def peak_memory_mb(call: Callable[[], None], device: torch.device) -> float:
     return peak / 2**20
 
 
+def _cpu_sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flop_count(query, key, value)
+
+
+def _cpu_sdpa_backward_flops(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_backward_flop_count(grad_out, query, key, value)
+
+
+class _WholeStep:
+    """Stands in for FlopCounterMode's module tracker: every FLOP is the step's ("Global")."""
+
+    parents = ("Global",)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+class StepFlopCounter(FlopCounterMode):
+    """torch's ``FlopCounterMode`` with two changes, both for what this benchmark runs:
+
+    - SDPA's fused CPU kernel (``_scaled_dot_product_flash_attention_for_cpu`` and its backward)
+      is counted with torch's own SDPA formulas: torch 2.13 registers them for the CUDA kernels
+      only, so NoPE's attention on a CPU counted 0 FLOPs.
+    - No per-module breakdown: its module tracker hooks the backward, and those hooks raise
+      under torchdiffeq's adjoint (``flow+adjoint``), which calls ``torch.autograd.grad`` inside
+      the backward ("A leaf node was passed to _will_engine_execute_node").
+    """
+
+    def __init__(self):
+        aten = torch.ops.aten
+        cpu_sdpa = {
+            aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa_flops,
+            aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_sdpa_backward_flops,
+        }
+        super().__init__(display=False, custom_mapping=cpu_sdpa)
+        self.mod_tracker = _WholeStep()
+
+
+def step_flops(call: Callable[[], None]) -> int:
+    """FLOPs of the matrix products, SDPA and convolutions that ``call()`` runs (:class:`StepFlopCounter`)."""
+    with StepFlopCounter() as counter:
+        call()
+    return counter.get_total_flops()
+
+
+def six_nd(model: nn.Module, shape: Shape, batch: int) -> int:
+    """6ND, the cross-check of the count: 6 FLOPs per weight per token (2 forward, 4 backward;
+    Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1, C = 6N without
+    its attention term). N: the parameters outside ``nn.Embedding`` modules (the token
+    embedding, tied to the output projection, and learned position tables); D = batch x length,
+    the tokens each weight serves (in the encoder-decoder a weight serves one stack's)."""
+    embedding = sum(p.numel() for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters(recurse=False))
+    return 6 * (sum(p.numel() for p in model.parameters()) - embedding) * batch * shape.length
+
+
+class ReferenceMatmul:
+    """The machine's matmul at a shape: the model's largest product, ``[batch x length, d_model]
+    @ [d_model, n]`` with n the larger of d_ff (the feed-forward product) and the vocabulary (the
+    output projection): the feed-forward's at d_model 64 (d_ff = vocabulary = 256), the output
+    projection's in the encoder-decoder (vocabulary 8,000 against d_ff 1,024). Run under the
+    benchmark's autocast."""
+
+    def __init__(self, shape: Shape, settings: Settings):
+        config = model_config(settings, shape.architecture)
+        self.rows, self.inner = settings.batch_size(shape) * shape.length, config.d_model
+        self.columns = max(config.d_ff, VOCAB_SIZE[shape.architecture])
+        generator = torch.Generator().manual_seed(0)
+        self.device = settings.device
+        self.left = torch.randn(self.rows, self.inner, generator=generator).to(self.device)
+        self.right = torch.randn(self.inner, self.columns, generator=generator).to(self.device)
+        self.flops = 2 * self.rows * self.inner * self.columns
+
+    def __str__(self) -> str:
+        return f"[{self.rows} x {self.inner}] @ [{self.inner} x {self.columns}]"  # no thousands' commas: a CSV cell
+
+    def __call__(self) -> None:
+        with autocast(self.device):
+            torch.mm(self.left, self.right)
+
+
 def build_benches(shape: Shape, chosen: list[Contender], settings: Settings) -> tuple[dict[str, dict], list[Bench]]:
     """The contenders that serve ``shape``'s architecture, built with the same batch: a row for
     each (name -> row) and a :class:`Bench` for each that could be built."""
@@ -338,25 +430,36 @@ def _describe(error: Exception) -> str:
 
 def measure_memory(shape: Shape, chosen: list[Contender], settings: Settings) -> dict[str, dict]:
     """Rows (name -> row) with each contender's peak memory in its first training step and its
-    first evaluation forward at ``shape``, or the error that stopped it."""
+    first evaluation forward at ``shape``, then the FLOPs of its next training step (counted:
+    :func:`step_flops`; 6ND: :func:`six_nd`), or the error that stopped it."""
     rows, benches = build_benches(shape, chosen, settings)
     for bench in benches:
         row = rows[bench.contender.name]
         try:
             row["train_peak_mb"] = peak_memory_mb(bench.train_step, settings.device)
             row["eval_peak_mb"] = peak_memory_mb(bench.eval_forward, settings.device)
+            row["train_flops"] = step_flops(bench.train_step)
+            row["train_flops_6nd"] = six_nd(bench.model, shape, settings.batch_size(shape))
         except Exception as error:
             row["error"] = _describe(error)
     return rows
 
 
+MATMUL = " matmul"  # the reference product's key among the contenders' names (a space: no card's name)
+
+
 def measure_speed(shape: Shape, chosen: list[Contender], settings: Settings, rows: dict[str, dict], progress: Callable[[str], None]) -> None:
     """Interleaved timed rounds at ``shape`` over the contenders that ran in
-    :func:`measure_memory`, after one untimed warm-up round; adds seconds and tokens/s to ``rows``."""
+    :func:`measure_memory`, after one untimed warm-up round, the :class:`ReferenceMatmul` timed
+    in the training rounds beside them; adds seconds, tokens/s, FLOP/s and the fraction of the
+    matmul rate to ``rows``."""
     benches = [b for b in build_benches(shape, chosen, settings)[1] if "error" not in rows[b.contender.name]]
+    matmul = ReferenceMatmul(shape, settings)
     seconds = {kind: {b.contender.name: [] for b in benches} for kind in ("train", "eval")}
+    seconds["train"][MATMUL] = []
     for kind in ("train", "eval"):  # evaluation after training, so that nothing changes the weights between its rounds
         calls = [(b.contender.name, b.train_step if kind == "train" else b.eval_forward) for b in benches]
+        calls += [(MATMUL, matmul)] if kind == "train" and benches else []  # under the same load as the steps
         for _, call in calls:  # warm-up; for evaluation it also refills the caches training invalidated (FLOATER's solution)
             call()
         for round_index in range(settings.rounds):
@@ -370,6 +473,10 @@ def measure_speed(shape: Shape, chosen: list[Contender], settings: Settings, row
         row["eval_seconds"] = statistics.median(seconds["eval"][bench.contender.name])
         row["train_tokens_per_second"] = bench.num_tokens / row["train_seconds"]
         row["eval_tokens_per_second"] = bench.num_tokens / row["eval_seconds"]
+        row["matmul"] = str(matmul)
+        row["matmul_gflops_per_second"] = matmul.flops / statistics.median(seconds["train"][MATMUL]) / 1e9
+        row["train_gflops_per_second"] = row["train_flops"] / row["train_seconds"] / 1e9
+        row["matmul_fraction"] = row["train_gflops_per_second"] / row["matmul_gflops_per_second"]
 
 
 def with_ratios(table: pd.DataFrame) -> pd.DataFrame:
@@ -420,12 +527,16 @@ def run_benchmark(
     return table
 
 
+FLOP_COLUMNS = ("train_flops", "train_flops_6nd", "train_gflops_per_second", "matmul_gflops_per_second", "matmul_fraction")
+
+
 def benchmark_table(rows: list[dict]) -> pd.DataFrame:
     """The rows as a table with every figure's column (missing figures NaN) and the ratios."""
     import pandas as pd
 
     table = pd.DataFrame(rows)
-    for column in ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", "error"):
+    figures = ("train_seconds", "eval_seconds", "train_tokens_per_second", "eval_tokens_per_second", *FLOP_COLUMNS)
+    for column in (*figures, "error"):
         if column not in table:
             table[column] = float("nan") if column != "error" else None
     return with_ratios(table)
@@ -449,6 +560,10 @@ def render(table: pd.DataFrame, table_format: str = "github") -> str:
             "batch": table.batch,
             "train tok/s": table.train_tokens_per_second.map(lambda v: _format(v, ",.0f")),
             "eval tok/s": table.eval_tokens_per_second.map(lambda v: _format(v, ",.0f")),
+            "GFLOP/step": table.train_flops.map(lambda v: _format(v / 1e9, ",.3g")),
+            "6ND GFLOP": table.train_flops_6nd.map(lambda v: _format(v / 1e9, ",.3g")),
+            "GFLOP/s": table.train_gflops_per_second.map(lambda v: _format(v, ",.3g")),
+            "of matmul rate": table.matmul_fraction.map(lambda v: _format(v, ".2f")),
             "train peak MiB": table.train_peak_mb.map(lambda v: _format(v, ",.0f")) if "train_peak_mb" in table else "—",
             "eval peak MiB": table.eval_peak_mb.map(lambda v: _format(v, ",.0f")) if "eval_peak_mb" in table else "—",
             "note": table["error"].fillna(""),
@@ -470,13 +585,26 @@ def render(table: pd.DataFrame, table_format: str = "github") -> str:
         ratios.append(ratio_row)
     ratio_table = pd.DataFrame(ratios).fillna("—")
     return (
-        "Absolute figures (median of the timed rounds)\n\n"
+        "Absolute figures (median of the timed rounds; GFLOP/step: a training step's FLOPs counted by torch's"
+        + " FlopCounterMode, 6ND beside it; GFLOP/s: GFLOP/step over the median step time; of matmul rate: GFLOP/s over"
+        + " the matmul rate below)\n\n"
         + tabulate(absolute, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
+        + "\n\n"
+        + matmul_rates(table)
         + "\n\nStep time relative to NoPE in the same shape (1.10 = 10% slower); last column: pebench's training"
         + " tokens/s over x-transformers' with the same option (> 1 = pebench faster)\n\n"
         + tabulate(ratio_table, headers="keys", tablefmt=table_format, showindex=False, disable_numparse=True)
         + "\n"
     )
+
+
+def matmul_rates(table: pd.DataFrame) -> str:
+    """One line: each timed shape's matmul rate and the product it was timed on (:class:`ReferenceMatmul`)."""
+    import pandas as pd
+
+    rates = table.dropna(subset=["matmul_gflops_per_second"]).drop_duplicates("shape") if "matmul" in table else table.iloc[:0]
+    measured = [f"{row.shape}: {row.matmul_gflops_per_second:,.3g} GFLOP/s on {row.matmul}" for row in rates.itertuples() if not pd.isna(row.matmul)]
+    return "Matmul rate (the model's largest product, median of the training rounds): " + ("; ".join(measured) or "—")
 
 
 SUMMARY = (  # (shape, column, heading, format): the README's table
@@ -524,17 +652,26 @@ def environment(settings: Settings) -> dict:
     }
 
 
+FLOPS_SIGNATURE = {  # how the FLOP columns were computed, saved beside them
+    "train_flops": "torch.utils.flop_counter.FlopCounterMode over one training step (forward, backward, AdamW step), "
+    "plus SDPA's fused CPU kernel; matrix products, SDPA and convolutions only",
+    "train_flops_6nd": "6 x parameters outside nn.Embedding x batch x length (Kaplan et al. 2020, without the attention term)",
+    "matmul_gflops_per_second": "[batch x length, d_model] @ [d_model, max(d_ff, vocabulary)], median of the training rounds",
+    "matmul_fraction": "train_flops / train_seconds / matmul rate",
+}
+
+
 def write(table: pd.DataFrame, settings: Settings, out: Path, command: str) -> list[Path]:
     """Save under ``out`` the figures (``throughput.csv``), the tables with the command and
-    environment (``throughput.md``), the command and environment alone (``throughput.json``) and,
-    when a headline shape was measured, :func:`summary` (``summary.md``; an older one is removed
-    otherwise); return the paths. Each file is replaced atomically."""
+    environment (``throughput.md``), the command, environment and how FLOPs were counted
+    (``throughput.json``) and, when a headline shape was measured, :func:`summary`
+    (``summary.md``; an older one is removed otherwise); return the paths. Each file is replaced atomically."""
     env = environment(settings)
     header = f"Command: `{command}`\n\nEnvironment: " + ", ".join(f"{k} {v}" for k, v in env.items()) + "\n\n"
     files = {
         "throughput.md": "# Throughput\n\n" + header + render(table),
         "throughput.csv": table.to_csv(index=False, float_format="%.6g"),
-        "throughput.json": json.dumps({"command": command, "environment": env}, indent=2) + "\n",
+        "throughput.json": json.dumps({"command": command, "environment": env, "flops": FLOPS_SIGNATURE}, indent=2) + "\n",
         "summary.md": summary(table),
     }
     for name, text in files.items():

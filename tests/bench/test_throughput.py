@@ -1,6 +1,7 @@
 """`pebench bench --quick` runs every part of the throughput benchmark (its figures are not tested:
-speed is measured in benchmarks/, never asserted in tests)."""
+speed is measured in benchmarks/, never asserted in tests); FLOP counts have known answers."""
 
+import json
 import math
 from pathlib import Path
 
@@ -9,9 +10,13 @@ import pytest
 import torch
 
 from pebench.bench import throughput as bench
-from pebench.bench.throughput import Settings, Shape, contenders, peak_memory_mb, run_benchmark, summary, with_ratios
+from pebench.bench.throughput import Bench, Contender, Settings, Shape, contenders, peak_memory_mb, run_benchmark, six_nd, step_flops, summary, with_ratios
 from pebench.cli import build_parser, main
 from pebench.cli.bench import output_folder
+from pebench.config.cards import encoding_card
+from pebench.core.registry import build_encoding
+from pebench.encodings.attention import BiasedAttention
+from pebench.model.transformer import ModelConfig, Transformer
 from tests.pebench_command import pebench
 
 
@@ -25,12 +30,20 @@ def test_quick_benchmark_measures_every_contender_and_saves_the_tables(tmp_path)
     assert sorted(set(pebench_rows.contender)) == ["flow", "flow+adjoint", "nope", "relative", "rope"]
     assert sorted(set(table["shape"])) == ["dec 32", "enc-dec 32"] and len(pebench_rows) == 10
     assert (pebench_rows.train_tokens_per_second > 0).all() and (pebench_rows.eval_tokens_per_second > 0).all()
+    assert (table.train_flops > table.train_flops_6nd).all() and (table.train_flops_6nd > 0).all()  # 6ND leaves out attention and the output projection
+    assert table.matmul_fraction.map(math.isfinite).all() and (table.matmul_fraction > 0).all()  # flow+adjoint's too: counted through its adjoint solve
+    assert table.matmul_gflops_per_second.map(math.isfinite).all() and (table.matmul_gflops_per_second > 0).all()
     peer = table[table.implementation == "x-transformers"]
     assert list(peer.contender) == ["x-transformers:rope"] and list(peer["shape"]) == ["dec 32"]  # decoder-only peer
     rope = table[(table.contender == "rope") & (table["shape"] == "dec 32")].iloc[0]
     assert math.isclose(rope.train_vs_peer, rope.train_tokens_per_second / peer.iloc[0].train_tokens_per_second, rel_tol=1e-4)  # CSV: 6 digits
     markdown = (tmp_path / "throughput.md").read_text()
     assert "Command: `pebench bench --quick" in markdown and "relative to NoPE" in markdown
+    assert "GFLOP/step" in markdown and "of matmul rate" in markdown
+    rates = markdown.split("Matmul rate")[1].splitlines()[0]
+    assert "dec 32: " in rates and "[512 x 64] @ [64 x 256]" in rates  # 16 x 32 tokens, d_model 64, d_ff = vocabulary = 256
+    assert "enc-dec 32: " in rates and "[256 x 256] @ [256 x 8000]" in rates  # 8 x 32 tokens per stack, d_model 256, vocabulary 8,000
+    assert "FlopCounterMode" in json.loads((tmp_path / "throughput.json").read_text())["flops"]["train_flops"]
     assert not (tmp_path / "summary.md").exists()  # none of the README's headline shapes was measured
     assert out.stdout.strip().splitlines()[-1] == "written: " + ", ".join(str(tmp_path / name) for name in ("throughput.md", "throughput.csv", "throughput.json"))
 
@@ -120,3 +133,31 @@ def test_a_table_without_a_headline_shape_removes_an_older_summary(tmp_path):
     table = run_benchmark(settings, contenders(settings))
     assert [p.name for p in bench.write(table, settings, tmp_path, "pebench bench")] == ["throughput.md", "throughput.csv", "throughput.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["throughput.csv", "throughput.json", "throughput.md"]
+
+
+def test_a_training_step_counts_the_flops_of_its_layers_shapes():
+    # NoPE, d_model 8, 2 heads (d_h 4), 1 layer, d_ff 32, vocabulary 256; batch 4 x length 16 = 64 tokens.
+    # Products per token (multiply-adds): query 8x8 = 64, key-value 8x16 = 128, output 8x8 = 64,
+    # feed-forward 8x32 = 256 and 32x8 = 256, logits 8x256 = 2,048: 2,816. Forward 2 FLOPs per
+    # multiply-add, backward 4 (the input's and the weight's gradients): 6 x 2,816 x 64 = 1,081,344.
+    # Attention (SDPA, counted dense: the causal half is not discounted), one product of
+    # [b h, s, d_h] by [b h, d_h, s] = 2 x 4 x 2 x 16 x 16 x 4 = 16,384 FLOPs: forward 2 (q k^T,
+    # p v), backward 5 (q k^T again, dO v^T, p^T dO, dS k, dS^T q): 7 x 16,384 = 114,688.
+    # The AdamW step, LayerNorm, GELU, softmax and cross-entropy: no products, not counted.
+    # 6ND: parameters outside the embedding: 72 + 144 + 72 + 288 + 264 (linears, with biases)
+    # + 3 LayerNorms x 16 = 888; 6 x 888 x 64 = 340,992.
+    config = ModelConfig(d_model=8, n_heads=2, n_layers=1, d_ff=32)
+    settings = Settings(shapes=(Shape("decoder", 16),), tokens_per_batch=64)
+    tiny = Contender("nope", "pebench", lambda shape: Transformer(config, 256, build_encoding(encoding_card("nope"), config.geometry(16, 16))))
+    step = Bench(tiny, settings.shapes[0], settings, torch.Generator().manual_seed(0))
+    assert step_flops(step.train_step) == 1_081_344 + 114_688
+    assert six_nd(step.model, settings.shapes[0], settings.batch_size(settings.shapes[0])) == 340_992
+
+
+def test_the_count_sees_the_products_inside_a_custom_autograd_function():
+    # BiasedAttention (a torch.autograd.Function) computes its products itself: without a causal
+    # mask every key is scored, so forward q k^T and p v, backward p^T dO, dO v^T, dS K and dS^T Q:
+    # 6 products of [b h, s, d_h] by [b h, d_h, s], each 2 x 2 x 3 x 8 x 8 x 4 = 3,072 FLOPs.
+    q, k, v = (torch.randn(2, 3, 8, 4, requires_grad=True) for _ in range(3))
+    mask = torch.zeros(1, 3, 8, 8, requires_grad=True)
+    assert step_flops(lambda: BiasedAttention.apply(q, k, v, mask, False).sum().backward()) == 6 * 3_072
