@@ -101,7 +101,7 @@ def print_run(record: RunRecord, path: Path) -> None:
     else:
         stop = f"ID target {training.target:g} reached{on_validation}"
     print(
-        f"\ntraining: {training.steps} of at most {training.step_cap} steps ({stop}) in {training.wall_seconds:.0f} s{_time_split(training)}, "
+        f"\ntraining: {training.steps} of at most {training.step_cap} steps ({stop}) in {training.wall_seconds:.1f} s{_time_split(training)}, "
         f"{training.tokens_per_second:,.0f} tok/s{_padding(training)}, final loss {training.final_loss:.4f}, "
         f"peak memory {training.peak_memory_mb:.0f} MB ({training.memory_kind})"
     )
