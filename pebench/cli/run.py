@@ -16,7 +16,7 @@ from pebench.cli.errors import fail
 from pebench.cli.options import add_data_dir, add_device, add_overrides, add_results, add_threads
 from pebench.core.metrics import METRICS
 from pebench.records.store import check_writable
-from pebench.records.types import ABSENT, RunRecord
+from pebench.records.types import ABSENT, RunRecord, TrainingSummary
 from pebench.running import execution
 from pebench.running.distributed import from_environment
 
@@ -101,9 +101,22 @@ def print_run(record: RunRecord, path: Path) -> None:
     else:
         stop = f"ID target {training.target:g} reached{on_validation}"
     print(
-        f"\ntraining: {training.steps} of at most {training.step_cap} steps ({stop}) in {training.wall_seconds:.0f} s, "
-        f"{training.tokens_per_second:,.0f} tok/s, final loss {training.final_loss:.4f}, "
+        f"\ntraining: {training.steps} of at most {training.step_cap} steps ({stop}) in {training.wall_seconds:.1f} s{_time_split(training)}, "
+        f"{training.tokens_per_second:,.0f} tok/s{_padding(training)}, final loss {training.final_loss:.4f}, "
         f"peak memory {training.peak_memory_mb:.0f} MB ({training.memory_kind})"
     )
     print(f"parameters: {parameters['total']:,} total, {parameters['encoding']:,} in the encoding")
     print(f"record: {path}")
+
+
+def _time_split(training: TrainingSummary) -> str:
+    """`` (steps 9.8 s, batches 0.4 s, validation 1.2 s)``: the parts of the training time a
+    record has (none for one made before they were measured)."""
+    parts = {"steps": training.step_seconds, "batches": training.batch_seconds, "validation": training.validation_seconds}
+    known = [f"{name} {seconds:.1f} s" for name, seconds in parts.items() if seconds is not None]
+    return f" ({', '.join(known)})" if known else ""
+
+
+def _padding(training: TrainingSummary) -> str:
+    """``, padding 23.4% of batch tokens`` (the training batches'), where the record has it."""
+    return "" if training.padding_share is None else f", padding {training.padding_share:.1%} of batch tokens"

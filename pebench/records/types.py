@@ -96,9 +96,12 @@ class CurvePoint:
 class TrainingSummary:
     """What training measured (:func:`pebench.running.train.train`): steps run and the cap, the ID
     target and ``steps_to_target`` (None when not reached, or without a target), wall seconds
-    (validation included, and apart), training tokens/s (None for a run too short to time),
-    final loss (mean of the last 5% of steps' losses), the validation curve and peak memory (MiB;
-    ``memory_kind`` says which measure)."""
+    (validation included, and apart; so are the steps' own, ``step_seconds``, and drawing and
+    packing the batches, ``batch_seconds``), training tokens/s (None for a run too short to
+    time), the padding share of the training batches (padding tokens over all their tokens, 0
+    to 1), final loss (mean of the last 5% of steps' losses), the validation curve and peak
+    memory (MiB; ``memory_kind`` says which measure). Records made before a part was measured
+    read with it None."""
 
     steps: int
     step_cap: int | None = optional()
@@ -106,7 +109,10 @@ class TrainingSummary:
     steps_to_target: int | None
     wall_seconds: float
     validation_seconds: float | None = optional()
+    step_seconds: float | None = optional()
+    batch_seconds: float | None = optional()
     tokens_per_second: float | None = None
+    padding_share: float | None = optional()
     final_loss: float
     curve: tuple[CurvePoint, ...] = ()
     peak_memory_mb: float | None = optional()
@@ -127,7 +133,10 @@ class TrainingSummary:
             final_loss=data["final_loss"],
             step_cap=data.get("step_cap"),
             validation_seconds=data.get("validation_seconds"),
+            step_seconds=data.get("step_seconds"),
+            batch_seconds=data.get("batch_seconds"),
             tokens_per_second=data.get("tokens_per_second"),
+            padding_share=data.get("padding_share"),
             curve=tuple(CurvePoint.from_json(point) for point in data.get("curve", [])),
             peak_memory_mb=data.get("peak_memory_mb"),
             memory_kind=data.get("memory_kind"),

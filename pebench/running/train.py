@@ -13,6 +13,17 @@ as its failure: no score is kept from a diverged model.
 
 Throughput is non-padding input tokens per second: training over the steps after the first
 ``TIMING_WARMUP_STEPS`` (or half the steps of a shorter run), validation excluded.
+
+The training wall time splits three ways (:class:`TimeSplit`): drawing and packing the training
+batches (``batch_seconds``), the steps (``step_seconds``: each step from counting its packed
+batch's tokens through its loss read back, every step, warm-up included) and validation
+(``validation_seconds``). Each is timed apart, not one taken as the rest of the others, so their
+sum falling short of ``wall_seconds`` by more than timer noise shows time spent elsewhere. No
+timer adds a device synchronisation: the step already ends on one (the loss is read back).
+``padding_share`` is the padding tokens of the padded training batches over all their tokens
+(decoder tokens, plus the encoder's source where there is one), counted on the CPU before each
+batch moves to the device; in a torchrun job, of the global batches (every rank's shard, each
+padded to its own longest example), summed with the step's token counts.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from pebench.config.protocol import Protocol, TrainingConfig
 from pebench.core.registry import build_encoding
 from pebench.encodings.base import StructureError
 from pebench.model.batching import FIRST_SYMBOL, IGNORE, STRUCTURED, Batch, pack
-from pebench.model.transformer import Transformer
+from pebench.model.transformer import PAD, Transformer
 from pebench.records.types import CurvePoint, TrainingSummary
 from pebench.running.devices import autocast, environment, sync_device
 from pebench.running.distributed import ONE_PROCESS, Distributed
@@ -176,6 +187,46 @@ class Throughput:
         return round(self.tokens / self.seconds, 1) if self.seconds else None
 
 
+def padded_size(batch: Batch) -> int:
+    """Every token position of ``batch``'s padded inputs, padding included: the decoder's (or
+    the one stack's) ``[b, s_t]``, plus the encoder's source ``[b, s_s]`` where there is one."""
+    return batch.tokens.numel() + (batch.source.numel() if batch.source is not None else 0)
+
+
+def padding_tokens(batch: Batch) -> int:
+    """The PAD positions of ``batch``'s padded inputs (as :func:`padded_size` counts them)."""
+    count = int((batch.tokens == PAD).sum())
+    return count + (int((batch.source == PAD).sum()) if batch.source is not None else 0)
+
+
+class TimeSplit:
+    """Where the training loop's wall time goes: ``batch_seconds`` drawing and packing batches,
+    ``step_seconds`` in the steps (see the module docstring), each added to by :meth:`batches`
+    and :meth:`steps` around the loop's parts; ``padded`` and ``padding``: the tokens of the
+    training batches, all and padding alone, summed over the steps."""
+
+    def __init__(self):
+        self.batch_seconds = self.step_seconds = 0.0
+        self.padded = self.padding = 0
+
+    @contextlib.contextmanager
+    def batches(self):
+        tick = time.perf_counter()
+        yield
+        self.batch_seconds += time.perf_counter() - tick
+
+    @contextlib.contextmanager
+    def steps(self):
+        tick = time.perf_counter()
+        yield
+        self.step_seconds += time.perf_counter() - tick
+
+    @property
+    def padding_share(self) -> float | None:
+        """Padding tokens over all tokens of the training batches; None before any step."""
+        return round(self.padding / self.padded, 4) if self.padded else None
+
+
 class Validation:
     """The ID validation during training: due every ``training.eval_every`` steps and at the
     step cap; each scoring adds a point to the curve (the step, the mean training loss since
@@ -234,8 +285,9 @@ def train(
     step cap; data-parallel across a torchrun job when ``distributed`` is one (rank 0
     validates, every rank stops where it stops: :mod:`pebench.running.distributed`). Returns
     the record's training summary: steps run, the cap, the target, ``steps_to_target``, the
-    curve (:class:`Validation`), wall seconds (validation included, and apart), tokens/s
-    (:class:`Throughput`), final loss (the mean of the last 5% of steps' losses) and peak
+    curve (:class:`Validation`), wall seconds (validation included, and apart, as are the
+    steps' and the batches': :class:`TimeSplit`), tokens/s (:class:`Throughput`), the padding
+    share of the training batches, final loss (the mean of the last 5% of steps' losses) and peak
     memory. ``log(tag, value, step)`` receives every step's loss and every validation score (a
     TensorBoard writer's ``add_scalar``).
 
@@ -251,15 +303,21 @@ def train(
     start = time.perf_counter()
     bar = tqdm(range(config.steps), desc=f"train {protocol.name}", disable=None if progress else True, leave=False)  # None: off when stderr is not a terminal
     validation = Validation(protocol, validation_set, device, log, bar.set_postfix)
+    split = TimeSplit()
     losses, steps_to_target = [], None
     for step in bar:
-        batch = pack(distributed.shard(next(batches)), protocol.pack_format).to(device)
-        targets, tokens = distributed.total(batch.num_targets, batch.num_tokens, device=device)
-        with throughput.step(step, tokens):
-            loss = training_step(trained, batch, targets, distributed.world_size, optimizer, schedule, config)
-        losses.append(finite(distributed.summed(loss), f"the training loss at step {step + 1}"))
-        if log is not None:
-            log("train/loss", losses[-1], step + 1)
+        with split.batches():
+            packed = pack(distributed.shard(next(batches)), protocol.pack_format)
+        with split.steps():
+            counts = packed.num_targets, packed.num_tokens, padded_size(packed), padding_tokens(packed)  # on the CPU: no device sync
+            batch = packed.to(device)
+            targets, tokens, padded, padding = distributed.total(*counts, device=device)
+            split.padded, split.padding = split.padded + padded, split.padding + padding
+            with throughput.step(step, tokens):
+                loss = training_step(trained, batch, targets, distributed.world_size, optimizer, schedule, config)
+            losses.append(finite(distributed.summed(loss), f"the training loss at step {step + 1}"))
+            if log is not None:
+                log("train/loss", losses[-1], step + 1)
         if not validation.due(step + 1):
             continue
         decision = distributed.agree(validation.decide(model, step + 1, losses) if distributed.is_main else GO_ON, device)
@@ -276,7 +334,10 @@ def train(
         steps_to_target=steps_to_target,
         wall_seconds=round(time.perf_counter() - start, 2),
         validation_seconds=round(validation.seconds, 2),
+        step_seconds=round(split.step_seconds, 2),
+        batch_seconds=round(split.batch_seconds, 2),
         tokens_per_second=throughput.tokens_per_second,
+        padding_share=split.padding_share,
         final_loss=round(sum(tail) / len(tail), 5),
         curve=tuple(validation.curve),
         **_peak_memory(device),

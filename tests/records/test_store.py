@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pebench.running.execution import plan
-from pebench.records.store import write_atomically, write_record
+from pebench.records.store import record_problem, write_atomically, write_record
 from pebench.records.types import ABSENT, RunRecord, SplitScores, to_json
 
 
@@ -40,6 +40,21 @@ def test_every_committed_record_reads_back_into_the_same_json():
     for path in paths:
         data = json.loads(path.read_text())
         assert RunRecord.from_json(data).to_json() == data, path
+
+
+def test_the_training_time_split_and_padding_share_are_optional_and_checked():
+    # Committed records predate them: they read as None, and stay valid; a record with them
+    # keeps them through the JSON, and a share outside [0, 1] or a negative time is refused.
+    path = sorted((Path(__file__).parents[2] / "results" / "runs").rglob("*.json"))[0]
+    old = json.loads(path.read_text())
+    training = RunRecord.from_json(old).training
+    assert (training.step_seconds, training.batch_seconds, training.padding_share) == (None, None, None)
+    assert record_problem(old) is None
+    new = {**old, "training": {**old["training"], "step_seconds": 9.8, "batch_seconds": 0.4, "padding_share": 0.4427}}
+    assert record_problem(new) is None and RunRecord.from_json(new).to_json() == new
+    assert RunRecord.from_json(new).training.padding_share == 0.4427
+    for field, bad in (("padding_share", 1.5), ("padding_share", -0.1), ("step_seconds", -1.0), ("batch_seconds", "0.4")):
+        assert "not a valid record at training/" + field in record_problem({**new, "training": {**new["training"], field: bad}})
 
 
 def test_a_configuration_is_its_settings_however_spelled(tmp_path):
