@@ -1,6 +1,6 @@
 """Throughput of every encoding, side by side in one process: the same as ``pebench bench``.
 
-    python benchmarks/throughput.py            # the full table (about 20 minutes on 2 CPU cores)
+    python benchmarks/throughput.py            # the full table (about 30 minutes on 2 CPU cores)
     python benchmarks/throughput.py --quick    # a smoke test
 See pebench/bench/throughput.py for what is measured and how.
 """
