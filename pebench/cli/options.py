@@ -46,6 +46,17 @@ def add_threads(parser: argparse.ArgumentParser, help: str = THREADS_HELP) -> No
     parser.add_argument("--threads", type=int, help=help)
 
 
+def add_training_run(parser: argparse.ArgumentParser, overrides_help: str, quiet_help: str) -> None:
+    """The options of a command that trains runs (``run``, ``sweep``), in ``--help``'s order:
+    ``--device``, ``--results``, ``--set``, ``--data-dir``, ``--quiet`` (into ``args.quiet``), ``--threads``."""
+    add_device(parser)
+    add_results(parser)
+    add_overrides(parser, overrides_help)
+    add_data_dir(parser)
+    parser.add_argument("--quiet", action="store_true", help=quiet_help)
+    add_threads(parser)
+
+
 def set_threads(threads: int | None) -> None:
     """Give torch's CPU operations ``threads`` threads (None: leave torch's own number).
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from pebench.cli.errors import fail
-from pebench.cli.options import add_data_dir, add_device, add_overrides, add_results, add_threads
+from pebench.cli.options import add_training_run
 from pebench.core.metrics import METRICS
 from pebench.records.store import check_writable
 from pebench.records.types import ABSENT, RunRecord, TrainingSummary
@@ -27,12 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoding", required=True, help="encoding card or plugin name (see `pebench list`)")
     parser.add_argument("--task", required=True, help="task card name (see `pebench list`)")
     parser.add_argument("--seed", type=int, default=0)
-    add_device(parser)
-    add_results(parser)
-    add_overrides(parser, "override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05")
-    add_data_dir(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
-    add_threads(parser)
+    add_training_run(
+        parser,
+        overrides_help="override a card value: training.steps=200, model.d_model=128, encoding.delta=0.05",
+        quiet_help="no progress bar (there is none when stderr is not a terminal)",
+    )
     parser.add_argument("--save-checkpoint", action="store_true", help="keep the trained weights (<results>/checkpoints/...), for pebench evaluate")
     parser.add_argument("--log", choices=execution.LOGGERS, help="also log the training curve: tensorboard (<results>/tensorboard/...)")
 

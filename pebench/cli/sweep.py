@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 from pebench.cli.errors import fail
-from pebench.cli.options import add_data_dir, add_device, add_overrides, add_results, add_threads
+from pebench.cli.options import add_training_run
 from pebench.config.cards import encoding_cards, task_cards
 from pebench.records.store import check_writable
 from pebench.running import execution, sweep
@@ -24,12 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tasks", default="all", help="comma-separated tasks or suites (chomsky, synthetic, real, arithmetic), or all (default)")
     parser.add_argument("--seeds", default="0", help="seeds: 0,1,2 or 0-2 (default 0)")
     parser.add_argument("--retry-failed", action="store_true", help="run again the cells whose record says failed")
-    add_device(parser)
-    add_results(parser)
-    add_overrides(parser, "override a card value in every run")
-    add_data_dir(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress bars (there are none when stderr is not a terminal)")
-    add_threads(parser)
+    add_training_run(parser, overrides_help="override a card value in every run", quiet_help="no progress bars (there are none when stderr is not a terminal)")
     parser.add_argument("--save-checkpoints", action="store_true", help="keep every run's trained weights (off by default: they take space)")
     scale = parser.add_argument_group("engines", "where the runs execute (see README, Scaling out)")
     scale.add_argument("--engine", default="local", choices=ENGINES, help="local (one after another, here), ray (Ray tasks) or slurm (a submitit job array)")

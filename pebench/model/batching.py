@@ -60,6 +60,12 @@ class Batch:
         return count + (int((self.source != PAD).sum()) if self.source is not None else 0)
 
     @property
+    def num_positions(self) -> int:
+        """Every input position, padding included: ``[b, s_t]`` plus ``[b, s_s]`` where there is a
+        source (:attr:`num_tokens` of them are not padding)."""
+        return self.tokens.numel() + (self.source.numel() if self.source is not None else 0)
+
+    @property
     def num_targets(self) -> int:
         return int((self.labels != IGNORE).sum())
 

@@ -45,7 +45,7 @@ from pebench.config.protocol import Protocol, TrainingConfig
 from pebench.core.registry import build_encoding
 from pebench.encodings.base import StructureError
 from pebench.model.batching import FIRST_SYMBOL, IGNORE, STRUCTURED, Batch, pack
-from pebench.model.transformer import PAD, Transformer
+from pebench.model.transformer import Transformer
 from pebench.records.types import CurvePoint, TrainingSummary
 from pebench.running.devices import autocast, environment, sync_device
 from pebench.running.distributed import ONE_PROCESS, Distributed
@@ -187,44 +187,27 @@ class Throughput:
         return round(self.tokens / self.seconds, 1) if self.seconds else None
 
 
-def padded_size(batch: Batch) -> int:
-    """Every token position of ``batch``'s padded inputs, padding included: the decoder's (or
-    the one stack's) ``[b, s_t]``, plus the encoder's source ``[b, s_s]`` where there is one."""
-    return batch.tokens.numel() + (batch.source.numel() if batch.source is not None else 0)
-
-
-def padding_tokens(batch: Batch) -> int:
-    """The PAD positions of ``batch``'s padded inputs (as :func:`padded_size` counts them)."""
-    count = int((batch.tokens == PAD).sum())
-    return count + (int((batch.source == PAD).sum()) if batch.source is not None else 0)
-
-
 class TimeSplit:
     """Where the training loop's wall time goes: ``batch_seconds`` drawing and packing batches,
-    ``step_seconds`` in the steps (see the module docstring), each added to by :meth:`batches`
-    and :meth:`steps` around the loop's parts; ``padded`` and ``padding``: the tokens of the
-    training batches, all and padding alone, summed over the steps."""
+    ``step_seconds`` in the steps (see the module docstring), each added to by :meth:`timing`
+    around the loop's parts; ``positions`` and ``tokens``: the input positions of the training
+    batches, all and the non-padding ones, summed over the steps."""
 
     def __init__(self):
         self.batch_seconds = self.step_seconds = 0.0
-        self.padded = self.padding = 0
+        self.positions = self.tokens = 0
 
     @contextlib.contextmanager
-    def batches(self):
+    def timing(self, part: str):
+        """Add the wall seconds of the ``with`` block to ``part`` (``"batch_seconds"`` or ``"step_seconds"``)."""
         tick = time.perf_counter()
         yield
-        self.batch_seconds += time.perf_counter() - tick
-
-    @contextlib.contextmanager
-    def steps(self):
-        tick = time.perf_counter()
-        yield
-        self.step_seconds += time.perf_counter() - tick
+        setattr(self, part, getattr(self, part) + time.perf_counter() - tick)
 
     @property
     def padding_share(self) -> float | None:
-        """Padding tokens over all tokens of the training batches; None before any step."""
-        return round(self.padding / self.padded, 4) if self.padded else None
+        """Padding positions over all input positions of the training batches; None before any step."""
+        return round((self.positions - self.tokens) / self.positions, 4) if self.positions else None
 
 
 class Validation:
@@ -306,13 +289,13 @@ def train(
     split = TimeSplit()
     losses, steps_to_target = [], None
     for step in bar:
-        with split.batches():
+        with split.timing("batch_seconds"):
             packed = pack(distributed.shard(next(batches)), protocol.pack_format)
-        with split.steps():
-            counts = packed.num_targets, packed.num_tokens, padded_size(packed), padding_tokens(packed)  # on the CPU: no device sync
+        with split.timing("step_seconds"):
+            counts = packed.num_targets, packed.num_tokens, packed.num_positions  # on the CPU: no device sync
             batch = packed.to(device)
-            targets, tokens, padded, padding = distributed.total(*counts, device=device)
-            split.padded, split.padding = split.padded + padded, split.padding + padding
+            targets, tokens, positions = distributed.total(*counts, device=device)
+            split.positions, split.tokens = split.positions + positions, split.tokens + tokens
             with throughput.step(step, tokens):
                 loss = training_step(trained, batch, targets, distributed.world_size, optimizer, schedule, config)
             losses.append(finite(distributed.summed(loss), f"the training loss at step {step + 1}"))

@@ -16,7 +16,7 @@ from pebench.config.protocol import SECTION_KEYS, resolve
 from pebench.model.architecture import Architecture
 from pebench.model.batching import pack
 from pebench.model.transformer import PAD
-from pebench.running.train import NonFiniteError, padded_size, padding_tokens, set_up, train
+from pebench.running.train import NonFiniteError, set_up, train
 from pebench.tasks.base import Example
 
 CPU = torch.device("cpu")
@@ -116,7 +116,7 @@ def test_an_encoder_decoders_padding_counts_its_source_too():
     # Encoder-decoder, lengths 1 and 4: the encoder reads source EOS (2 and 5 tokens, padded to
     # [2, 5]: 3 PAD), the decoder BOS target (2 and 5, padded to [2, 5]: 3 PAD): 6 PAD of 20.
     batch = pack([copy_example(1), copy_example(4)], Architecture.ENCODER_DECODER)
-    assert batch.source is not None and (padding_tokens(batch), padded_size(batch)) == (6, 20)
+    assert batch.source is not None and (batch.num_positions - batch.num_tokens, batch.num_positions) == (6, 20)
     assert int((batch.tokens == PAD).sum()) == 3
 
 
